@@ -1,0 +1,176 @@
+import { LRUCache } from "lru-cache";
+import type { ConnectError } from "@connectrpc/connect";
+import type { Clock } from "../shared/clock.js";
+import { apiError } from "../shared/errors.js";
+import type { Logger } from "../shared/logger.js";
+import type { RequestState } from "../gateway/request-state.js";
+import type { NodeRequest } from "../gateway/rest-gateway.js";
+import type { RateLimiter } from "../ratelimit/rate-limiter.js";
+import type { WorkspaceStore } from "../workspaces/workspace-store.js";
+import { hashSecret, isWellFormedSecret } from "./api-key-secret.js";
+import type { ApiKeyRecord, ApiKeyStore } from "./api-key-store.js";
+import { isAddressAllowed, parseIpRange, type IpRange } from "./ip-allow-list.js";
+
+/** A key as admission needs it, cached for at most KEY_CACHE_TTL_MS. */
+interface CachedKey {
+  record: ApiKeyRecord;
+  ranges: IpRange[];
+  workspaceSuspended: boolean;
+}
+
+/** Options of createAdmission. */
+export interface AdmissionOptions {
+  keys: ApiKeyStore;
+  workspaces: WorkspaceStore;
+  rateLimiter: RateLimiter;
+  clock: Clock;
+  logger: Logger;
+  /** Longest time a key or workspace change may go unnoticed, in ms (at most 5000). */
+  keyCacheTtlMs: number;
+  /** Per-address budget per minute of requests without an accepted key. */
+  unauthenticatedRateLimitPerMin: number;
+}
+
+/** Admission of public API requests. */
+export interface Admission {
+  /** Decides a request's principal or refusal and sets its rate-limit headers (never throws). */
+  admit(state: RequestState, req: NodeRequest): Promise<void>;
+  /** Forgets a cached key at once (after a revocation in this process). */
+  forget(secretHash: string): void;
+  /** Writes the buffered last-use times of keys. */
+  flushUsage(): Promise<void>;
+}
+
+/**
+ * Creates admission (spec §Authentication, §API key acceptance, §Limits):
+ *
+ * 1. The Authorization header must be `Bearer <secret>`; missing or malformed
+ *    is invalid_key with a message saying what is wrong.
+ * 2. The key is looked up by the SHA-256 of the secret, through a cache that
+ *    holds answers (found or not) for KEY_CACHE_TTL_MS, so a revocation,
+ *    expiry or suspension takes effect within 5 seconds everywhere.
+ * 3. Refusals in the spec's order: invalid_key, key_revoked, key_expired,
+ *    workspace_suspended, ip_not_allowed.
+ * 4. Rate limit: an accepted key spends its own budget; a request without
+ *    an accepted key spends its client address's budget
+ *    (UNAUTHENTICATED_RATE_LIMIT_PER_MIN), so refused keys cannot drain an
+ *    owner's budget and key guessing is slowed. Over budget the answer is
+ *    rate_limited (429, RESOURCE_EXHAUSTED) with Retry-After equal to
+ *    RateLimit-Reset, whatever else was wrong.
+ * 5. RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset are set on
+ *    every response (headers, and gRPC response metadata).
+ *
+ * The scope check needs the method and runs later, in scopeInterceptor.
+ */
+export function createAdmission(options: AdmissionOptions): Admission {
+  const cache =
+    options.keyCacheTtlMs > 0
+      ? new LRUCache<string, { key: CachedKey | null }>({
+          max: 50_000,
+          ttl: options.keyCacheTtlMs,
+          fetchMethod: async (hash) => ({ key: await load(hash) }),
+        })
+      : undefined;
+  const lastUse = new Map<string, Date>();
+
+  async function load(hash: string): Promise<CachedKey | null> {
+    const record = await options.keys.findBySecretHash(hash);
+    if (!record) return null;
+    const workspace = await options.workspaces.get(record.workspace_id);
+    return {
+      record,
+      ranges: record.ip_allow_list.map(parseIpRange).filter((r): r is IpRange => r !== undefined),
+      workspaceSuspended: workspace?.status !== "active",
+    };
+  }
+
+  async function lookUp(hash: string): Promise<CachedKey | null> {
+    if (!cache) return load(hash);
+    return (await cache.fetch(hash))?.key ?? null;
+  }
+
+  /** The refusal of the presented key, or the accepted key. */
+  async function authenticate(state: RequestState, header: string | undefined): Promise<ConnectError | CachedKey> {
+    if (header === undefined || header === "") {
+      return apiError("invalid_key", "Missing Authorization header; send 'Authorization: Bearer <API key>'");
+    }
+    const match = /^(\S+)\s+(\S*)$/.exec(header.trim());
+    if (!match || (match[1] as string).toLowerCase() !== "bearer") {
+      return apiError("invalid_key", "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <API key>'");
+    }
+    const secret = match[2] as string;
+    if (!isWellFormedSecret(secret)) {
+      return apiError("invalid_key", "The API key is malformed: keys are 'sk_' followed by 43 characters");
+    }
+    const key = await lookUp(hashSecret(secret));
+    if (!key) return apiError("invalid_key", "The API key is not recognised");
+    const { record } = key;
+    state.workspaceId = record.workspace_id;
+    state.apiKeyId = record._id;
+    if (record.revoked_at) return apiError("key_revoked", "The API key was revoked", { api_key_id: record._id });
+    const now = options.clock.now();
+    if (record.expires_at && record.expires_at.getTime() <= now.getTime()) {
+      return apiError("key_expired", `The API key expired at ${record.expires_at.toISOString()}`, {
+        api_key_id: record._id,
+        expired_at: record.expires_at.toISOString(),
+      });
+    }
+    if (key.workspaceSuspended) {
+      return apiError("workspace_suspended", "The workspace is suspended", { account_id: record.workspace_id });
+    }
+    if (!isAddressAllowed(state.clientAddress, key.ranges)) {
+      return apiError("ip_not_allowed", `Requests from ${state.clientAddress} are not in the key's IP allow-list`, {
+        client_address: state.clientAddress,
+      });
+    }
+    return key;
+  }
+
+  return {
+    async admit(state, req) {
+      try {
+        const header = req.headers.authorization;
+        const outcome = await authenticate(state, Array.isArray(header) ? header[0] : header);
+        const key = "record" in outcome ? outcome : undefined;
+        if (key) {
+          state.principal = {
+            workspaceId: key.record.workspace_id,
+            apiKeyId: key.record._id,
+            apiKeyName: key.record.name,
+            scopes: key.record.scopes,
+            rateLimitPerMin: key.record.rate_limit_per_min,
+          };
+          lastUse.set(key.record._id, state.receivedAt);
+        } else {
+          state.refusal = outcome as ConnectError;
+        }
+        const decision = key
+          ? await options.rateLimiter.consume(`key:${key.record._id}`, key.record.rate_limit_per_min)
+          : await options.rateLimiter.consume(`addr:${state.clientAddress}`, options.unauthenticatedRateLimitPerMin);
+        state.setHeader("ratelimit-limit", String(decision.limit));
+        state.setHeader("ratelimit-remaining", String(decision.remaining));
+        state.setHeader("ratelimit-reset", String(decision.resetSeconds));
+        if (!decision.allowed) {
+          state.setHeader("retry-after", String(decision.resetSeconds));
+          state.refusal = apiError(
+            "rate_limited",
+            `Rate limit of ${decision.limit} requests per minute exceeded; retry after ${decision.resetSeconds} s`,
+            { limit: String(decision.limit), retry_after_seconds: String(decision.resetSeconds) },
+          );
+        }
+      } catch (err) {
+        options.logger.error({ err, requestId: state.requestId }, "admission failed");
+        state.refusal = apiError("unavailable", "The service cannot check credentials right now; retry shortly");
+      }
+    },
+    forget(secretHash) {
+      cache?.delete(secretHash);
+    },
+    async flushUsage() {
+      if (lastUse.size === 0) return;
+      const batch = new Map(lastUse);
+      lastUse.clear();
+      await options.keys.recordUse(batch);
+    },
+  };
+}

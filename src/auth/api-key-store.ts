@@ -1,0 +1,97 @@
+import type { Collection, Db } from "mongodb";
+import type { Clock } from "../shared/clock.js";
+import { newId } from "../shared/ids.js";
+import { listPage, type Page, type PageRequest } from "../store/pagination.js";
+import { generateSecret, hashSecret, secretPrefixOf } from "./api-key-secret.js";
+
+/** An API key as stored in the `api_keys` collection: never the secret itself. */
+export interface ApiKeyRecord {
+  /** Key id. Shape: UUID. */
+  _id: string;
+  workspace_id: string;
+  name: string;
+  scopes: string[];
+  /** Lowercase hex SHA-256 of the secret; unique; the look-up key. */
+  secret_hash: string;
+  /** "sk_" and four characters, to recognise the key in the console. */
+  secret_prefix: string;
+  /** Addresses or CIDR ranges; empty means any. */
+  ip_allow_list: string[];
+  /** Requests per minute, 1 to 100. */
+  rate_limit_per_min: number;
+  created_at: Date;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+}
+
+/** What a new key is made of; validated by the caller. */
+export interface NewApiKey {
+  workspaceId: string;
+  name: string;
+  scopes: string[];
+  expiresAt: Date | null;
+  ipAllowList: string[];
+  rateLimitPerMin: number;
+}
+
+/** Access to the `api_keys` collection. */
+export interface ApiKeyStore {
+  readonly collection: Collection<ApiKeyRecord>;
+  /** Creates a key; returns the record and the secret (the only time it exists in clear). */
+  create(input: NewApiKey): Promise<{ record: ApiKeyRecord; secret: string }>;
+  /** The key whose secret hashes to `secretHash`, or null. */
+  findBySecretHash(secretHash: string): Promise<ApiKeyRecord | null>;
+  /** The key with `id`, or null. */
+  get(id: string): Promise<ApiKeyRecord | null>;
+  /** A workspace's keys, newest first. */
+  list(workspaceId: string, page: PageRequest): Promise<Page<ApiKeyRecord>>;
+  /** Revokes a key (keeping the first revocation time); null if unknown. */
+  revoke(id: string): Promise<ApiKeyRecord | null>;
+  /** Records that keys were used at the given times (never moves a time back). */
+  recordUse(lastUse: Map<string, Date>): Promise<void>;
+  ensureIndexes(): Promise<void>;
+}
+
+/** Creates the API key store over `db`. */
+export function createApiKeyStore(db: Db, clock: Clock): ApiKeyStore {
+  const collection = db.collection<ApiKeyRecord>("api_keys");
+  return {
+    collection,
+    async create(input) {
+      const secret = generateSecret();
+      const record: ApiKeyRecord = {
+        _id: newId(),
+        workspace_id: input.workspaceId,
+        name: input.name,
+        scopes: input.scopes,
+        secret_hash: hashSecret(secret),
+        secret_prefix: secretPrefixOf(secret),
+        ip_allow_list: input.ipAllowList,
+        rate_limit_per_min: input.rateLimitPerMin,
+        created_at: clock.now(),
+        expires_at: input.expiresAt,
+        revoked_at: null,
+        last_used_at: null,
+      };
+      await collection.insertOne(record);
+      return { record, secret };
+    },
+    findBySecretHash: (secretHash) => collection.findOne({ secret_hash: secretHash }),
+    get: (id) => collection.findOne({ _id: id }),
+    list: (workspaceId, page) => listPage(collection, { workspace_id: workspaceId }, page),
+    async revoke(id) {
+      await collection.updateOne({ _id: id, revoked_at: null }, { $set: { revoked_at: clock.now() } });
+      return collection.findOne({ _id: id });
+    },
+    async recordUse(lastUse) {
+      await Promise.all(
+        [...lastUse].map(([id, at]) => collection.updateOne({ _id: id }, { $max: { last_used_at: at } })),
+      );
+    },
+    async ensureIndexes() {
+      await collection.createIndex({ secret_hash: 1 }, { unique: true });
+      await collection.createIndex({ workspace_id: 1, created_at: -1, _id: -1 });
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { ApiKeyStatus, type ApiKeySchema, type ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
+import type { Admission } from "../auth/admission.js";
+import type { ApiKeyRecord, ApiKeyStore } from "../auth/api-key-store.js";
+import { validateAllowList } from "../auth/ip-allow-list.js";
+import { isScope, SCOPES } from "../auth/scopes.js";
+import type { Clock } from "../shared/clock.js";
+import { notFound } from "../shared/errors.js";
+import { charLength, isUuid, Violations } from "../shared/validation.js";
+import type { WorkspaceStore } from "../workspaces/workspace-store.js";
+import { requireWorkspace } from "./workspace-service.js";
+
+/** Default and largest per-key budgets (spec §Limits). */
+export const DEFAULT_RATE_LIMIT_PER_MIN = 30;
+export const MAX_RATE_LIMIT_PER_MIN = 100;
+
+/** The console form of a key record: never the secret, nor its hash. */
+export function apiKeyToProto(record: ApiKeyRecord, now: Date): MessageInitShape<typeof ApiKeySchema> {
+  const status = record.revoked_at
+    ? ApiKeyStatus.REVOKED
+    : record.expires_at && record.expires_at.getTime() <= now.getTime()
+      ? ApiKeyStatus.EXPIRED
+      : ApiKeyStatus.ACTIVE;
+  return {
+    id: record._id,
+    object: "api_key",
+    workspaceId: record.workspace_id,
+    name: record.name,
+    scopes: record.scopes,
+    secretPrefix: record.secret_prefix,
+    ipAllowList: record.ip_allow_list,
+    rateLimitPerMin: record.rate_limit_per_min,
+    status,
+    createdAt: timestampFromDate(record.created_at),
+    expiresAt: record.expires_at ? timestampFromDate(record.expires_at) : undefined,
+    revokedAt: record.revoked_at ? timestampFromDate(record.revoked_at) : undefined,
+    lastUsedAt: record.last_used_at ? timestampFromDate(record.last_used_at) : undefined,
+  };
+}
+
+/**
+ * Handlers of messaging.console.v1.ApiKeyService (spec §Authentication):
+ * create with name (1 to 200 characters), scopes of the spec's table,
+ * optional future expiry, IP allow-list (addresses or CIDR ranges, IPv4 or
+ * IPv6, at most 100) and rate budget (default 30, at most 100 per minute:
+ * more is refused, not cut down); list; revoke (idempotent).
+ */
+export function createApiKeyService(deps: {
+  keys: ApiKeyStore;
+  workspaces: WorkspaceStore;
+  admission?: Admission;
+  clock: Clock;
+}): Partial<ServiceImpl<typeof ApiKeyService>> {
+  const { keys, workspaces, clock } = deps;
+  return {
+    async createApiKey(req) {
+      const now = clock.now();
+      const name = req.name.trim();
+      const violations = new Violations()
+        .addIf(name === "" || charLength(name) > 200, "name", "must be 1 to 200 characters")
+        .addIf(
+          req.rateLimitPerMin < 0 || req.rateLimitPerMin > MAX_RATE_LIMIT_PER_MIN,
+          "rate_limit_per_min",
+          `must be from 1 to ${MAX_RATE_LIMIT_PER_MIN} requests per minute (0 means the default of ${DEFAULT_RATE_LIMIT_PER_MIN})`,
+        );
+      req.scopes.forEach((scope, i) => {
+        violations.addIf(!isScope(scope), `scopes[${i}]`, `must be one of ${SCOPES.join(", ")} (got ${JSON.stringify(scope)})`);
+      });
+      violations.addIf(new Set(req.scopes).size !== req.scopes.length, "scopes", "must not repeat a scope");
+      const expiresAt = req.expiresAt ? timestampDate(req.expiresAt) : null;
+      violations.addIf(expiresAt !== null && expiresAt.getTime() <= now.getTime(), "expires_at", "must be in the future");
+      violations.addAll(validateAllowList(req.ipAllowList));
+      violations.check();
+      await requireWorkspace(workspaces, req.workspaceId);
+      const { record, secret } = await keys.create({
+        workspaceId: req.workspaceId,
+        name,
+        scopes: req.scopes,
+        expiresAt,
+        ipAllowList: req.ipAllowList,
+        rateLimitPerMin: req.rateLimitPerMin === 0 ? DEFAULT_RATE_LIMIT_PER_MIN : req.rateLimitPerMin,
+      });
+      return { apiKey: apiKeyToProto(record, now), secret };
+    },
+    async listApiKeys(req) {
+      await requireWorkspace(workspaces, req.workspaceId);
+      const page = await keys.list(req.workspaceId, req);
+      const now = clock.now();
+      return {
+        object: "list",
+        data: page.items.map((k) => apiKeyToProto(k, now)),
+        total: page.total,
+        nextPageToken: page.nextPageToken,
+      };
+    },
+    async revokeApiKey(req) {
+      const record = isUuid(req.id) ? await keys.revoke(req.id) : null;
+      if (!record) throw notFound("api_key", req.id);
+      deps.admission?.forget(record.secret_hash);
+      return { apiKey: apiKeyToProto(record, clock.now()) };
+    },
+  };
+}

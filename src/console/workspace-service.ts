@@ -1,0 +1,68 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import {
+  WorkspaceStatus,
+  type WorkspaceSchema,
+  type WorkspaceService,
+} from "../../gen/messaging/console/v1/workspaces_pb.js";
+import { notFound } from "../shared/errors.js";
+import { charLength, isUuid, Violations } from "../shared/validation.js";
+import type { WorkspaceRecord, WorkspaceStore } from "../workspaces/workspace-store.js";
+
+/** The console form of a workspace record. */
+export function workspaceToProto(record: WorkspaceRecord): MessageInitShape<typeof WorkspaceSchema> {
+  return {
+    id: record._id,
+    object: "workspace",
+    name: record.name,
+    status: record.status === "active" ? WorkspaceStatus.ACTIVE : WorkspaceStatus.SUSPENDED,
+    creditBalance: BigInt(record.credit_balance),
+    createdAt: timestampFromDate(record.created_at),
+    suspendedAt: record.suspended_at ? timestampFromDate(record.suspended_at) : undefined,
+  };
+}
+
+/** Loads a workspace by id or throws not_found (also for an id that is not a UUID). */
+export async function requireWorkspace(workspaces: WorkspaceStore, id: string): Promise<WorkspaceRecord> {
+  const record = isUuid(id) ? await workspaces.get(id) : null;
+  if (!record) throw notFound("workspace", id);
+  return record;
+}
+
+/**
+ * Handlers of messaging.console.v1.WorkspaceService: create (name 1 to 200
+ * characters, opening credits not negative), get, list, suspend, resume.
+ * Suspending takes effect for the workspace's keys within the key cache's
+ * staleness bound (5 s).
+ */
+export function createWorkspaceService(workspaces: WorkspaceStore): Partial<ServiceImpl<typeof WorkspaceService>> {
+  async function setStatus(id: string, status: WorkspaceRecord["status"]) {
+    await requireWorkspace(workspaces, id);
+    const updated = await workspaces.setStatus(id, status);
+    if (!updated) throw notFound("workspace", id);
+    return { workspace: workspaceToProto(updated) };
+  }
+
+  return {
+    async createWorkspace(req) {
+      const name = req.name.trim();
+      new Violations()
+        .addIf(name === "" || charLength(name) > 200, "name", "must be 1 to 200 characters")
+        .addIf(req.credits < 0n, "credits", "must not be negative")
+        .addIf(req.credits > BigInt(Number.MAX_SAFE_INTEGER), "credits", `must be at most ${Number.MAX_SAFE_INTEGER}`)
+        .check();
+      const record = await workspaces.create({ name, credits: Number(req.credits) });
+      return { workspace: workspaceToProto(record) };
+    },
+    async getWorkspace(req) {
+      return { workspace: workspaceToProto(await requireWorkspace(workspaces, req.id)) };
+    },
+    async listWorkspaces(req) {
+      const page = await workspaces.list(req);
+      return { object: "list", data: page.items.map(workspaceToProto), total: page.total, nextPageToken: page.nextPageToken };
+    },
+    suspendWorkspace: (req) => setStatus(req.id, "suspended"),
+    resumeWorkspace: (req) => setStatus(req.id, "active"),
+  };
+}

@@ -1,0 +1,240 @@
+import type net from "node:net";
+import * as httpolyglot from "@httptoolkit/httpolyglot";
+import ipaddr from "ipaddr.js";
+import { Code, ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { apiError, type ErrorCode } from "../shared/errors.js";
+import { newRequestId } from "../shared/ids.js";
+import type { Logger } from "../shared/logger.js";
+import { createRestGateway, writeRestError, type NodeRequest, type NodeResponse, type RestGateway } from "./rest-gateway.js";
+import { requestStateKey, type Protocol, type RequestState } from "./request-state.js";
+import type { ServiceRegistration } from "./services.js";
+
+/** How a finished request ended, for the request log. */
+export interface RequestOutcome {
+  /** HTTP status of the response (200 for gRPC, whose status travels in trailers). */
+  httpStatus: number;
+  /** Error code answered, or undefined on success. */
+  errorCode: ErrorCode | undefined;
+}
+
+/** Options of createRpcServer. */
+export interface RpcServerOptions {
+  /** Services answered on this port over every protocol. */
+  services: readonly ServiceRegistration[];
+  /** Services answered without admission and not logged (health checks). */
+  openServices?: readonly ServiceRegistration[];
+  /** Interceptors run for every RPC, REST included. */
+  interceptors: readonly Interceptor[];
+  /**
+   * Admission, run for every request before routing, whatever the protocol:
+   * sets `state.principal` or `state.refusal` and response headers (rate
+   * limits). It must not throw; a refusal is recorded on the state.
+   */
+  admit?: (state: RequestState, req: NodeRequest) => Promise<void>;
+  /** Called once per request (not for open services) when its response has ended. */
+  onFinished?: (state: RequestState, outcome: RequestOutcome) => void;
+  /** Answers GET /healthz: true when the service can serve. */
+  healthy?: () => Promise<boolean>;
+  /** Take the client address from the last X-Forwarded-For entry. */
+  trustForwardedFor: boolean;
+  logger: Logger;
+}
+
+/** A listening RPC server. */
+export interface RpcServer {
+  /** The REST gateway (its routes are useful to documentation and tests). */
+  readonly gateway: RestGateway;
+  /** Starts listening; resolves to the bound port (useful with port 0). */
+  listen(port: number, host: string): Promise<number>;
+  /**
+   * Stops accepting connections, waits up to `timeoutMs` for requests in
+   * flight to finish, then closes every connection.
+   */
+  close(timeoutMs: number): Promise<void>;
+}
+
+const grpcCodeToError = new Map<number, ErrorCode>([
+  [Code.InvalidArgument, "invalid_argument"],
+  [Code.NotFound, "not_found"],
+  [Code.Unauthenticated, "unauthenticated"],
+  [Code.PermissionDenied, "permission_denied"],
+  [Code.ResourceExhausted, "rate_limited"],
+  [Code.Unimplemented, "unimplemented"],
+  [Code.Unavailable, "unavailable"],
+]);
+
+const httpStatusToError = new Map<number, ErrorCode>([
+  [400, "invalid_argument"],
+  [401, "unauthenticated"],
+  [403, "permission_denied"],
+  [404, "not_found"],
+  [405, "not_found"],
+  [408, "unavailable"],
+  [409, "conflict"],
+  [415, "invalid_argument"],
+  [429, "rate_limited"],
+  [501, "unimplemented"],
+  [503, "unavailable"],
+]);
+
+/**
+ * The address a request came from: the socket's peer, or with
+ * `trustForwardedFor` the last X-Forwarded-For entry (the one the trusted
+ * proxy in front of the service appended). IPv4-mapped IPv6 addresses are
+ * unwrapped ("::ffff:10.0.0.1" is "10.0.0.1").
+ */
+export function clientAddressOf(req: NodeRequest, trustForwardedFor: boolean): string {
+  let address = req.socket?.remoteAddress ?? "";
+  if (trustForwardedFor) {
+    const header = req.headers["x-forwarded-for"];
+    const last = (Array.isArray(header) ? header.join(",") : header ?? "").split(",").pop()?.trim();
+    if (last && ipaddr.isValid(last)) address = last;
+  }
+  return ipaddr.isValid(address) ? ipaddr.process(address).toString() : address;
+}
+
+function protocolOf(contentType: string | undefined): Protocol {
+  const type = contentType ?? "";
+  if (type.startsWith("application/grpc-web")) return "grpc-web";
+  if (type.startsWith("application/grpc")) return "grpc";
+  return "connect";
+}
+
+/**
+ * Builds one port that serves `services` as gRPC (HTTP/2), gRPC-Web, Connect
+ * (JSON and binary, HTTP/1.1 and HTTP/2) and REST/JSON, cleartext HTTP/1.1
+ * and HTTP/2 told apart by the connection's first bytes (httpolyglot).
+ *
+ * Every request gets a Request-Id header, passes admission (which sets rate
+ * limit headers on every protocol, errors included), and is reported to
+ * `onFinished` with its outcome. Connect paths (/package.Service/Method) go
+ * to the Connect router; everything else to the REST gateway, which answers
+ * unknown routes with 404 not_found in the REST error format.
+ */
+export function createRpcServer(options: RpcServerOptions): RpcServer {
+  const states = new WeakMap<object, RequestState>();
+  const contextValues = (req: NodeRequest) => createContextValues().set(requestStateKey, states.get(req));
+  const connectOptions = {
+    interceptors: [...options.interceptors],
+    jsonOptions: { useProtoFieldName: true },
+    contextValues,
+  };
+  const connectHandler = connectNodeAdapter({
+    ...connectOptions,
+    routes: (router) => {
+      for (const { service, impl } of options.services) router.service(service, impl);
+    },
+  });
+  const openHandler = connectNodeAdapter({
+    routes: (router) => {
+      for (const { service, impl } of options.openServices ?? []) router.service(service, impl);
+    },
+  });
+  const connectPaths = new Set<string>();
+  for (const { service } of options.services) for (const m of service.methods) connectPaths.add(`/${service.typeName}/${m.name}`);
+  const openPaths = new Set<string>();
+  for (const { service } of options.openServices ?? []) for (const m of service.methods) openPaths.add(`/${service.typeName}/${m.name}`);
+  const gateway = createRestGateway({ services: options.services, interceptors: options.interceptors });
+
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  const sockets = new Set<net.Socket>();
+
+  async function onRequest(req: NodeRequest, res: NodeResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?", 1)[0] as string;
+    if (openPaths.has(path)) return openHandler(req, res);
+    if (path === "/healthz" && options.healthy) {
+      const ok = await options.healthy().catch(() => false);
+      res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
+      res.end(JSON.stringify({ status: ok ? "ok" : "unavailable" }));
+      return;
+    }
+
+    inFlight++;
+    const isRpc = connectPaths.has(path);
+    const grpcStatus: { value?: string } = {};
+    const state: RequestState = {
+      requestId: newRequestId(),
+      receivedAt: new Date(),
+      startedAt: process.hrtime.bigint(),
+      protocol: isRpc ? protocolOf(req.headers["content-type"]) : "rest",
+      httpMethod: req.method ?? "GET",
+      path,
+      clientAddress: clientAddressOf(req, options.trustForwardedFor),
+      setHeader: (name, value) => {
+        if (!res.headersSent) res.setHeader(name, value);
+      },
+    };
+    states.set(req, state);
+    res.setHeader("request-id", state.requestId);
+    if (state.protocol === "grpc" || state.protocol === "grpc-web") {
+      const addTrailers = res.addTrailers.bind(res);
+      res.addTrailers = (trailers: Record<string, string>) => {
+        grpcStatus.value = trailers["grpc-status"];
+        addTrailers(trailers);
+      };
+    }
+    let finished = false;
+    const finish = () => {
+      if (finished) return;
+      finished = true;
+      inFlight--;
+      if (inFlight === 0) drained?.();
+      if (!options.onFinished) return;
+      let errorCode = state.errorCode;
+      if (!errorCode) {
+        const status = grpcStatus.value ?? (res.getHeader("grpc-status") as string | undefined);
+        if (status !== undefined && status !== "0") errorCode = grpcCodeToError.get(Number(status)) ?? "internal";
+        else if (res.statusCode >= 400) errorCode = httpStatusToError.get(res.statusCode) ?? "internal";
+        else if (!res.writableFinished) errorCode = "unavailable"; // the client went away
+      }
+      options.onFinished(state, { httpStatus: res.statusCode, errorCode });
+    };
+    res.once("finish", finish);
+    res.once("close", finish);
+
+    try {
+      if (options.admit) await options.admit(state, req);
+      if (isRpc) {
+        connectHandler(req, res);
+      } else {
+        await gateway.handle(req, res, state);
+      }
+    } catch (err) {
+      options.logger.error({ err, requestId: state.requestId }, "request failed outside a handler");
+      if (!res.headersSent) writeRestError(res, state, err instanceof ConnectError ? err : apiError("internal", "Internal error"));
+      else res.destroy();
+    }
+  }
+
+  const server = httpolyglot.createServer((req, res) => void onRequest(req as NodeRequest, res as NodeResponse));
+  server.on("connection", (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+
+  return {
+    gateway,
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => {
+          server.off("error", reject);
+          resolve((server.address() as net.AddressInfo).port);
+        });
+      });
+    },
+    async close(timeoutMs) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      if (inFlight > 0) {
+        await Promise.race([
+          new Promise<void>((resolve) => (drained = resolve)),
+          new Promise<void>((resolve) => setTimeout(resolve, timeoutMs).unref()),
+        ]);
+      }
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
+  };
+}

@@ -1,0 +1,66 @@
+import { Agenda, InMemoryNotificationChannel, type Job } from "agenda";
+import { MongoBackend } from "@agendajs/mongo-backend";
+import type { Db } from "mongodb";
+import type { Logger } from "../shared/logger.js";
+
+/** A kind of background job: its name, handler and limits. */
+export interface JobSpec<Data = unknown> {
+  /** Unique name, for example "maintenance.prune". */
+  name: string;
+  /** Does the work; a throw marks the run failed (Agenda records the reason). */
+  run(data: Data, job: Job<Data>): Promise<void>;
+  /** Runs of this job at once in one process; Agenda's default (5) if unset. */
+  concurrency?: number;
+  /** How long a claimed run stays locked before another worker may take it over, in ms. */
+  lockLifetimeMs?: number;
+}
+
+/** Background work on Agenda (DESIGN.md §6), with jobs stored in the `jobs` collection. */
+export interface Scheduler {
+  /** The Agenda instance, for capabilities that schedule their own jobs. */
+  readonly agenda: Agenda;
+  /** Registers a kind of job (in every role: an API process may schedule what a worker runs). */
+  define<Data>(spec: JobSpec<Data>): void;
+  /** Makes `name` run every `interval` (for example "10 minutes"); one schedule across processes. */
+  every(interval: string, name: string): Promise<void>;
+  /** Starts processing jobs (worker role). */
+  start(): Promise<void>;
+  /** Stops processing; running jobs are unlocked so another worker picks them up. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Creates the scheduler over `db`. Jobs created in this process are picked
+ * up at once (in-memory notifications); others are found by polling every
+ * `processEvery` ms.
+ */
+export function createScheduler(db: Db, logger: Logger, processEveryMs = 5000): Scheduler {
+  const agenda = new Agenda({
+    backend: new MongoBackend({ mongo: db, collection: "jobs" }),
+    notificationChannel: new InMemoryNotificationChannel(),
+    processEvery: processEveryMs,
+  });
+  agenda.on("error", (err) => logger.error({ err }, "job scheduler error"));
+  agenda.on("fail", (err, job) => logger.warn({ err, job: job.attrs.name }, "job failed"));
+  let started = false;
+  return {
+    agenda,
+    define(spec) {
+      agenda.define(spec.name, (job: Job<never>) => spec.run(job.attrs.data, job as never), {
+        ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
+        ...(spec.lockLifetimeMs ? { lockLifetime: spec.lockLifetimeMs } : {}),
+      });
+    },
+    async every(interval, name) {
+      await agenda.every(interval, name, undefined, { skipImmediate: true });
+    },
+    async start() {
+      await agenda.start();
+      started = true;
+    },
+    async stop() {
+      if (started) await agenda.stop();
+      started = false;
+    },
+  };
+}

@@ -1,0 +1,122 @@
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import { SCOPES } from "./auth/scopes.js";
+import { ConfigError, loadConfig, type Config } from "./config.js";
+import { startService, type RunningService } from "./server.js";
+import { createLogger, type Logger } from "./shared/logger.js";
+import { startEmbeddedFerretDb, type EmbeddedDatabase } from "./store/embedded-ferretdb.js";
+
+/*
+ * Entry point of `npm start`. Reads the configuration, starts the embedded
+ * FerretDB when MONGODB_URI is unset, starts the service, and on the
+ * embedded default prints a demo workspace's API key with ready-to-paste
+ * examples. SIGINT and SIGTERM shut it down gracefully.
+ */
+
+/**
+ * Makes sure the demo workspace exists (1,000 credits) and gives it a fresh
+ * key with every scope, revoking the previous demo keys (a secret cannot be
+ * shown twice). Returns the new secret.
+ */
+async function createDemoKey(service: RunningService): Promise<{ workspaceId: string; secret: string }> {
+  const workspace =
+    (await service.workspaces.findDemo()) ??
+    (await service.workspaces.create({ name: "Demo workspace", credits: 1000, demo: true }));
+  const old = await service.keys.collection.find({ workspace_id: workspace._id, name: "demo", revoked_at: null }).toArray();
+  for (const key of old) await service.keys.revoke(key._id);
+  const { secret } = await service.keys.create({
+    workspaceId: workspace._id,
+    name: "demo",
+    scopes: [...SCOPES],
+    expiresAt: null,
+    ipAllowList: [],
+    rateLimitPerMin: 100,
+  });
+  return { workspaceId: workspace._id, secret };
+}
+
+function banner(config: Config, service: RunningService, demo: { workspaceId: string; secret: string } | undefined, consoleToken: string, tokenGenerated: boolean): string {
+  const api = `http://localhost:${service.publicPort}`;
+  const consoleUrl = `http://localhost:${service.consolePort}`;
+  const lines = [
+    "",
+    "Messaging service is running.",
+    `  Public API (gRPC, gRPC-Web, Connect, REST /v1): ${api}`,
+    `  Console API (messaging.console.v1, /console/v1):  ${consoleUrl}`,
+    "",
+  ];
+  if (tokenGenerated) {
+    lines.push("CONSOLE_TOKEN was not set; this run uses a generated one. For the msgsvc CLI:");
+  } else {
+    lines.push("For the msgsvc CLI:");
+  }
+  lines.push(`  export CONSOLE_URL=${consoleUrl} CONSOLE_TOKEN=${consoleToken}`, "  npx msgsvc workspaces list", "");
+  if (demo) {
+    lines.push(
+      `Demo workspace ${demo.workspaceId}, API key (shown once; a new one each start):`,
+      `  export API_KEY=${demo.secret}`,
+      "",
+      "REST:",
+      `  curl -s ${api}/v1/me -H "Authorization: Bearer $API_KEY"`,
+      "Connect (JSON over HTTP/1.1):",
+      `  curl -s ${api}/messaging.v1.AccountService/GetMe -H "Authorization: Bearer $API_KEY" -H "Content-Type: application/json" -d '{}'`,
+      "gRPC (buf curl reads the protos of this repository):",
+      `  npx buf curl --schema . --protocol grpc --http2-prior-knowledge -H "Authorization: Bearer $API_KEY" ${api}/messaging.v1.AccountService/GetMe`,
+      "gRPC with grpcurl:",
+      `  grpcurl -plaintext -import-path proto -import-path node_modules/google-proto-files -proto messaging/v1/account.proto -H "Authorization: Bearer $API_KEY" localhost:${service.publicPort} messaging.v1.AccountService/GetMe`,
+      "",
+    );
+  }
+  if (config.role === "all") lines.push("Stop with Ctrl-C.", "");
+  return lines.join("\n");
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger: Logger = createLogger(config.logLevel);
+  let embedded: EmbeddedDatabase | undefined;
+  let mongodbUri = config.mongodbUri;
+  if (!mongodbUri) {
+    embedded = await startEmbeddedFerretDb(path.join(config.dataDir, "ferretdb"), logger);
+    mongodbUri = embedded.uri;
+  }
+  const tokenGenerated = !config.consoleToken;
+  const consoleToken = config.consoleToken ?? randomBytes(24).toString("base64url");
+  const service = await startService({ config: { ...config, mongodbUri, consoleToken }, logger });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    try {
+      await service.close();
+      await embedded?.stop();
+      process.exit(0);
+    } catch (err) {
+      logger.error({ err }, "shutdown failed");
+      process.exit(1);
+    }
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+
+  if (config.role !== "worker") {
+    const demo = embedded ? await createDemoKey(service) : undefined;
+    process.stdout.write(banner(config, service, demo, consoleToken, tokenGenerated));
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`The service could not start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,144 @@
+import type { Collection, Db } from "mongodb";
+import type { Clock } from "../shared/clock.js";
+import type { Logger } from "../shared/logger.js";
+import type { Protocol } from "../gateway/request-state.js";
+
+/**
+ * One request as stored in `request_log` (spec §What the service does, 5:
+ * "Every request is logged with its outcome"). Refused requests are logged
+ * too: unknown key, bad JSON, unknown route, rate limited.
+ */
+export interface RequestLogRow {
+  /** The request id (`req_…`), as sent in the Request-Id header. */
+  _id: string;
+  /** When the request arrived. */
+  at: Date;
+  /** Workspace of the key presented (even a refused one); null without a known key. */
+  workspace_id: string | null;
+  /** Key presented (even a refused one); null without a known key. */
+  api_key_id: string | null;
+  /** RPC, for example "messaging.v1.AccountService/GetMe"; null for an unknown route. */
+  operation: string | null;
+  protocol: Protocol;
+  http_method: string;
+  path: string;
+  /** HTTP status sent (gRPC answers 200 and carries its status in trailers). */
+  http_status: number;
+  /** Error code answered (see the error table), or null on success. */
+  error_code: string | null;
+  /** Client address (IPv4 or IPv6). */
+  client_address: string;
+  /** Time from arrival to the end of the response, in milliseconds. */
+  duration_ms: number;
+}
+
+/** Rows kept in memory while the database refuses writes, at most. */
+const MAX_BUFFERED_ROWS = 100_000;
+
+interface WriteErrorLike {
+  index: number;
+  code: number;
+}
+
+/** Options of createRequestLog. */
+export interface RequestLogOptions {
+  /** Longest wait before buffered rows are written, in ms. */
+  flushMs: number;
+  /** Rows per insert; a full batch is written at once. */
+  batchSize?: number;
+  logger: Logger;
+}
+
+/** The request log: rows are buffered and written in batches. */
+export interface RequestLog {
+  readonly collection: Collection<RequestLogRow>;
+  /** Buffers a row; it is written within flushMs. */
+  record(row: RequestLogRow): void;
+  /** Writes everything buffered now. */
+  flush(): Promise<void>;
+  /** Flushes and stops the timer (shutdown). */
+  close(): Promise<void>;
+  /** Deletes rows older than `retentionDays`; returns how many. */
+  prune(retentionDays: number, clock: Clock): Promise<number>;
+  ensureIndexes(): Promise<void>;
+}
+
+/**
+ * Creates the request log. Rows are kept in memory at most `flushMs` (or
+ * until a batch fills) and written with one unordered insertMany. A failed
+ * write keeps the rows and retries on the next flush; nothing is dropped
+ * while the database is down, up to 100,000 buffered rows, past which the
+ * oldest are dropped with an error log naming how many. close() writes what
+ * is left, so a graceful shutdown loses nothing.
+ */
+export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog {
+  const collection = db.collection<RequestLogRow>("request_log");
+  const batchSize = options.batchSize ?? 1000;
+  let buffer: RequestLogRow[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let writing: Promise<void> = Promise.resolve();
+
+  function schedule() {
+    if (!timer) timer = setTimeout(() => void flush(), options.flushMs);
+  }
+
+  async function writeBatch(rows: RequestLogRow[]): Promise<void> {
+    try {
+      await collection.insertMany(rows, { ordered: false });
+    } catch (err) {
+      // Rows refused as duplicates were written by an earlier attempt; retry the rest.
+      const reported = (err as { writeErrors?: WriteErrorLike | WriteErrorLike[] }).writeErrors;
+      const writeErrors = reported === undefined ? undefined : ([] as WriteErrorLike[]).concat(reported);
+      const retry = writeErrors
+        ? writeErrors.filter((e) => e.code !== 11000).map((e) => rows[e.index] as RequestLogRow)
+        : rows;
+      if (retry.length === 0) return;
+      options.logger.warn({ err, rows: retry.length }, "request log write failed; retrying");
+      buffer = retry.concat(buffer);
+      if (buffer.length > MAX_BUFFERED_ROWS) {
+        const dropped = buffer.length - MAX_BUFFERED_ROWS;
+        buffer = buffer.slice(dropped);
+        options.logger.error({ dropped }, "request log buffer full; oldest rows dropped");
+      }
+      schedule();
+    }
+  }
+
+  function flush(): Promise<void> {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    writing = writing.then(async () => {
+      while (buffer.length > 0) {
+        const rows = buffer.splice(0, batchSize);
+        await writeBatch(rows);
+        if (timer) break; // a failed write scheduled a retry
+      }
+    });
+    return writing;
+  }
+
+  return {
+    collection,
+    record(row) {
+      buffer.push(row);
+      if (buffer.length >= batchSize) void flush();
+      else schedule();
+    },
+    flush,
+    async close() {
+      await flush();
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+    },
+    async prune(retentionDays, clock) {
+      const before = new Date(clock.now().getTime() - retentionDays * 86_400_000);
+      return (await collection.deleteMany({ at: { $lt: before } })).deletedCount;
+    },
+    async ensureIndexes() {
+      await collection.createIndex({ at: -1 });
+      await collection.createIndex({ workspace_id: 1, at: -1 });
+      await collection.createIndex({ api_key_id: 1, at: -1 });
+      await collection.createIndex({ error_code: 1, at: -1 });
+    },
+  };
+}

@@ -1,0 +1,198 @@
+import { MongoClient, type Db } from "mongodb";
+import { Health } from "../gen/health/v1/health_pb.js";
+import { AccountService } from "../gen/messaging/v1/account_pb.js";
+import { FlowResponseService } from "../gen/messaging/v1/flow_responses_pb.js";
+import { MessageService } from "../gen/messaging/v1/messages_pb.js";
+import { SenderService } from "../gen/messaging/v1/senders_pb.js";
+import { TemplateService } from "../gen/messaging/v1/templates_pb.js";
+import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
+import { ApiKeyService } from "../gen/messaging/console/v1/api_keys_pb.js";
+import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
+import { createAccountService } from "./account/account-service.js";
+import { createAdmission } from "./auth/admission.js";
+import { createApiKeyStore, type ApiKeyStore } from "./auth/api-key-store.js";
+import type { Config } from "./config.js";
+import { createApiKeyService } from "./console/api-key-service.js";
+import { createConsoleAdmission } from "./console/console-admission.js";
+import { createWorkspaceService } from "./console/workspace-service.js";
+import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gateway/interceptors.js";
+import { createRpcServer, type RpcServer } from "./gateway/rpc-server.js";
+import { registerService } from "./gateway/services.js";
+import { createHealthService } from "./health/health-service.js";
+import { createPruneJob, PRUNE_JOB } from "./jobs/maintenance.js";
+import { createScheduler, type Scheduler } from "./jobs/scheduler.js";
+import { createRateLimiter } from "./ratelimit/rate-limiter.js";
+import { createRequestLog, type RequestLog } from "./requestlog/request-log.js";
+import { systemClock, type Clock } from "./shared/clock.js";
+import { createLogger, type Logger } from "./shared/logger.js";
+import { createWorkspaceStore, type WorkspaceStore } from "./workspaces/workspace-store.js";
+
+/** What startService needs besides the configuration. */
+export interface StartOptions {
+  /** Configuration; mongodbUri must be set (the entry point starts the embedded database otherwise). */
+  config: Config & { mongodbUri: string };
+  logger?: Logger;
+  clock?: Clock;
+}
+
+/** A running service: its ports, stores and a way to stop it. */
+export interface RunningService {
+  /** Public port (role all or api), else undefined. */
+  readonly publicPort: number | undefined;
+  /** Console port (role all or api), else undefined. */
+  readonly consolePort: number | undefined;
+  readonly client: MongoClient;
+  readonly db: Db;
+  readonly workspaces: WorkspaceStore;
+  readonly keys: ApiKeyStore;
+  readonly requestLog: RequestLog;
+  readonly scheduler: Scheduler;
+  readonly publicServer: RpcServer | undefined;
+  /**
+   * Graceful shutdown: stops accepting, waits for requests in flight (up to
+   * SHUTDOWN_TIMEOUT_MS), stops the job worker, writes buffered request-log
+   * rows and key use, and closes the database connection.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root (STYLE.md): builds the MongoDB client, stores, Agenda,
+ * admission, interceptors and both ports, as production and tests alike run
+ * it. ROLE decides what runs: "all" (ports and jobs), "api" (ports) or
+ * "worker" (jobs).
+ *
+ * @throws Error when the database cannot be reached or a port cannot be bound.
+ */
+export async function startService(options: StartOptions): Promise<RunningService> {
+  const { config } = options;
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const clock = options.clock ?? systemClock;
+  const client = new MongoClient(config.mongodbUri, { ignoreUndefined: true, serverSelectionTimeoutMS: 10_000 });
+  await client.connect();
+  const db = client.db(config.mongodbDatabase);
+
+  const workspaces = createWorkspaceStore(db, clock);
+  const keys = createApiKeyStore(db, clock);
+  const rateLimiter = createRateLimiter(db, clock);
+  const requestLog = createRequestLog(db, { flushMs: config.requestLogFlushMs, logger });
+  for (const store of [workspaces, keys, rateLimiter, requestLog]) await store.ensureIndexes();
+
+  const scheduler = createScheduler(db, logger);
+  scheduler.define(
+    createPruneJob({ requestLog, rateLimiter, retentionDays: config.requestLogRetentionDays, clock, logger }),
+  );
+
+  const admission = createAdmission({
+    keys,
+    workspaces,
+    rateLimiter,
+    clock,
+    logger,
+    keyCacheTtlMs: config.keyCacheTtlMs,
+    unauthenticatedRateLimitPerMin: config.unauthenticatedRateLimitPerMin,
+  });
+
+  let shuttingDown = false;
+  let lastPing = { at: 0, ok: false };
+  const probe = async () => {
+    if (shuttingDown) return false;
+    if (Date.now() - lastPing.at > 1000) {
+      const ok = await db.command({ ping: 1 }).then(() => true, () => false);
+      lastPing = { at: Date.now(), ok };
+    }
+    return lastPing.ok;
+  };
+
+  const publicServices = [
+    registerService(AccountService, createAccountService()),
+    registerService(SenderService, {}),
+    registerService(TemplateService, {}),
+    registerService(MessageService, {}),
+    registerService(WebhookService, {}),
+    registerService(FlowResponseService, {}),
+  ];
+  const consoleServices = [
+    registerService(WorkspaceService, createWorkspaceService(workspaces)),
+    registerService(ApiKeyService, createApiKeyService({ keys, workspaces, admission, clock })),
+  ];
+
+  let publicServer: RpcServer | undefined;
+  let consoleServer: RpcServer | undefined;
+  let publicPort: number | undefined;
+  let consolePort: number | undefined;
+  let usageTimer: NodeJS.Timeout | undefined;
+
+  if (config.role !== "worker") {
+    if (!config.consoleToken) throw new Error("CONSOLE_TOKEN must be set for the console port");
+    publicServer = createRpcServer({
+      services: publicServices,
+      openServices: [{ service: Health, impl: createHealthService(publicServices.map((s) => s.service.typeName), probe) }],
+      interceptors: [outcomeInterceptor(logger), refusalInterceptor, scopeInterceptor],
+      admit: admission.admit,
+      healthy: probe,
+      onFinished: (state, outcome) =>
+        requestLog.record({
+          _id: state.requestId,
+          at: state.receivedAt,
+          workspace_id: state.workspaceId ?? null,
+          api_key_id: state.apiKeyId ?? null,
+          operation: state.operation ?? null,
+          protocol: state.protocol,
+          http_method: state.httpMethod,
+          path: state.path,
+          http_status: outcome.httpStatus,
+          error_code: outcome.errorCode ?? null,
+          client_address: state.clientAddress,
+          duration_ms: Number(process.hrtime.bigint() - state.startedAt) / 1e6,
+        }),
+      trustForwardedFor: config.trustForwardedFor,
+      logger,
+    });
+    consoleServer = createRpcServer({
+      services: consoleServices,
+      interceptors: [outcomeInterceptor(logger), refusalInterceptor],
+      admit: createConsoleAdmission(config.consoleToken),
+      onFinished: (state, outcome) =>
+        logger.info(
+          { requestId: state.requestId, operation: state.operation, status: outcome.httpStatus, errorCode: outcome.errorCode },
+          "console request",
+        ),
+      trustForwardedFor: false,
+      logger,
+    });
+    publicPort = await publicServer.listen(config.port, config.host);
+    consolePort = await consoleServer.listen(config.consolePort, config.consoleHost);
+    usageTimer = setInterval(() => {
+      admission.flushUsage().catch((err: unknown) => logger.warn({ err }, "recording key use failed"));
+    }, 5000);
+    usageTimer.unref();
+  }
+  if (config.role !== "api") {
+    await scheduler.start();
+    await scheduler.every("10 minutes", PRUNE_JOB);
+  }
+  logger.info({ role: config.role, publicPort, consolePort }, "service started");
+
+  return {
+    publicPort,
+    consolePort,
+    client,
+    db,
+    workspaces,
+    keys,
+    requestLog,
+    scheduler,
+    publicServer,
+    async close() {
+      shuttingDown = true;
+      await Promise.all([publicServer?.close(config.shutdownTimeoutMs), consoleServer?.close(config.shutdownTimeoutMs)]);
+      if (usageTimer) clearInterval(usageTimer);
+      await scheduler.stop();
+      await admission.flushUsage().catch((err: unknown) => logger.warn({ err }, "recording key use failed"));
+      await requestLog.close();
+      await client.close();
+      logger.info("service stopped");
+    },
+  };
+}

@@ -1,0 +1,8 @@
+/** Source of the current time, injectable so tests can move it (DESIGN.md §9). */
+export interface Clock {
+  /** The current time. */
+  now(): Date;
+}
+
+/** The system clock. */
+export const systemClock: Clock = { now: () => new Date() };

@@ -1,0 +1,69 @@
+import type { Collection, Db } from "mongodb";
+import type { Clock } from "../shared/clock.js";
+import { newId } from "../shared/ids.js";
+import { listPage, type Page, type PageRequest } from "../store/pagination.js";
+
+/** A workspace as stored in the `workspaces` collection. */
+export interface WorkspaceRecord {
+  /** Workspace id (the account_id). Shape: UUID. */
+  _id: string;
+  name: string;
+  status: "active" | "suspended";
+  /** Credits available for sends. */
+  credit_balance: number;
+  created_at: Date;
+  suspended_at: Date | null;
+  /** True for the demo workspace `npm start` creates. */
+  demo?: boolean;
+}
+
+/** Access to the `workspaces` collection. */
+export interface WorkspaceStore {
+  readonly collection: Collection<WorkspaceRecord>;
+  /** Creates an active workspace with an opening credit balance. */
+  create(input: { name: string; credits: number; demo?: boolean }): Promise<WorkspaceRecord>;
+  /** The workspace with `id`, or null. */
+  get(id: string): Promise<WorkspaceRecord | null>;
+  /** The demo workspace, or null. */
+  findDemo(): Promise<WorkspaceRecord | null>;
+  /** Workspaces newest first. */
+  list(page: PageRequest): Promise<Page<WorkspaceRecord>>;
+  /** Suspends or resumes; returns the updated workspace or null if unknown. */
+  setStatus(id: string, status: WorkspaceRecord["status"]): Promise<WorkspaceRecord | null>;
+  /** Creates the collection's indexes. */
+  ensureIndexes(): Promise<void>;
+}
+
+/** Creates the workspace store over `db`. */
+export function createWorkspaceStore(db: Db, clock: Clock): WorkspaceStore {
+  const collection = db.collection<WorkspaceRecord>("workspaces");
+  return {
+    collection,
+    async create({ name, credits, demo }) {
+      const record: WorkspaceRecord = {
+        _id: newId(),
+        name,
+        status: "active",
+        credit_balance: credits,
+        created_at: clock.now(),
+        suspended_at: null,
+        ...(demo ? { demo: true } : {}),
+      };
+      await collection.insertOne(record);
+      return record;
+    },
+    get: (id) => collection.findOne({ _id: id }),
+    findDemo: () => collection.findOne({ demo: true }),
+    list: (page) => listPage(collection, {}, page),
+    setStatus: (id, status) =>
+      collection.findOneAndUpdate(
+        { _id: id },
+        { $set: { status, suspended_at: status === "suspended" ? clock.now() : null } },
+        { returnDocument: "after" },
+      ),
+    async ensureIndexes() {
+      await collection.createIndex({ created_at: -1, _id: -1 });
+      await collection.createIndex({ demo: 1 });
+    },
+  };
+}
