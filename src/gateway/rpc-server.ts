@@ -85,13 +85,62 @@ const httpStatusToError = new Map<number, ErrorCode>([
  * unwrapped ("::ffff:10.0.0.1" is "10.0.0.1").
  */
 export function clientAddressOf(req: NodeRequest, trustForwardedFor: boolean): string {
-  let address = req.socket?.remoteAddress ?? "";
+  // On cleartext HTTP/2, httpolyglot hands Node's http2 server a socket that Node wraps in
+  // a JS stream socket without an address; the wrapper's `stream` is the original socket.
+  const socket = req.socket as (net.Socket & { stream?: net.Socket }) | undefined;
+  let address = socket?.remoteAddress ?? socket?.stream?.remoteAddress ?? "";
   if (trustForwardedFor) {
     const header = req.headers["x-forwarded-for"];
     const last = (Array.isArray(header) ? header.join(",") : header ?? "").split(",").pop()?.trim();
     if (last && ipaddr.isValid(last)) address = last;
   }
   return ipaddr.isValid(address) ? ipaddr.process(address).toString() : address;
+}
+
+/**
+ * Re-encodes a grpc-message value with the gRPC spec's minimal
+ * percent-encoding (only bytes outside 0x20-0x7E, and "%"). Connect encodes
+ * with encodeURIComponent, which @grpc/grpc-js (decoding with decodeURI)
+ * would show as "%3B" for ";"; the minimal form reads right in both.
+ */
+export function minimalGrpcMessage(value: string): string {
+  let text: string;
+  try {
+    text = decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+  let out = "";
+  for (const ch of text) {
+    const code = ch.codePointAt(0) as number;
+    out += code >= 0x20 && code <= 0x7e && ch !== "%" ? ch : encodeURIComponent(ch).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  }
+  return out;
+}
+
+/**
+ * Watches a gRPC response's status (in the head of a trailers-only answer,
+ * or in the trailers) and rewrites grpc-message with minimalGrpcMessage.
+ */
+function watchGrpcStatus(res: NodeResponse, onStatus: (status: string) => void): void {
+  const fix = (headers: Record<string, unknown> | undefined) => {
+    if (!headers) return;
+    for (const name of Object.keys(headers)) {
+      const lower = name.toLowerCase();
+      if (lower === "grpc-status") onStatus(String(headers[name]));
+      if (lower === "grpc-message" && typeof headers[name] === "string") headers[name] = minimalGrpcMessage(headers[name] as string);
+    }
+  };
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => NodeResponse;
+  (res as { writeHead: unknown }).writeHead = (status: number, ...rest: unknown[]) => {
+    fix(rest.find((r) => typeof r === "object" && r !== null) as Record<string, unknown> | undefined);
+    return writeHead(status, ...rest);
+  };
+  const addTrailers = res.addTrailers.bind(res);
+  res.addTrailers = (trailers: Record<string, string>) => {
+    fix(trailers);
+    addTrailers(trailers);
+  };
 }
 
 function protocolOf(contentType: string | undefined): Protocol {
@@ -168,13 +217,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
     };
     states.set(req, state);
     res.setHeader("request-id", state.requestId);
-    if (state.protocol === "grpc" || state.protocol === "grpc-web") {
-      const addTrailers = res.addTrailers.bind(res);
-      res.addTrailers = (trailers: Record<string, string>) => {
-        grpcStatus.value = trailers["grpc-status"];
-        addTrailers(trailers);
-      };
-    }
+    if (state.protocol === "grpc") watchGrpcStatus(res, (status) => (grpcStatus.value = status));
     let finished = false;
     const finish = () => {
       if (finished) return;
@@ -184,7 +227,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       if (!options.onFinished) return;
       let errorCode = state.errorCode;
       if (!errorCode) {
-        const status = grpcStatus.value ?? (res.getHeader("grpc-status") as string | undefined);
+        const status = grpcStatus.value;
         if (status !== undefined && status !== "0") errorCode = grpcCodeToError.get(Number(status)) ?? "internal";
         else if (res.statusCode >= 400) errorCode = httpStatusToError.get(res.statusCode) ?? "internal";
         else if (!res.writableFinished) errorCode = "unavailable"; // the client went away
