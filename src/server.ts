@@ -48,6 +48,8 @@ export interface RunningService {
   readonly requestLog: RequestLog;
   readonly scheduler: Scheduler;
   readonly publicServer: RpcServer | undefined;
+  /** Writes the buffered last-use times of API keys now (otherwise every 5 s). */
+  flushKeyUsage(): Promise<void>;
   /**
    * Graceful shutdown: stops accepting, waits for requests in flight (up to
    * SHUTDOWN_TIMEOUT_MS), stops the job worker, writes buffered request-log
@@ -184,6 +186,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
     requestLog,
     scheduler,
     publicServer,
+    flushKeyUsage: () => admission.flushUsage(),
     async close() {
       shuttingDown = true;
       await Promise.all([publicServer?.close(config.shutdownTimeoutMs), consoleServer?.close(config.shutdownTimeoutMs)]);

@@ -1,7 +1,6 @@
 import { LRUCache } from "lru-cache";
-import type { ConnectError } from "@connectrpc/connect";
 import type { Clock } from "../shared/clock.js";
-import { apiError } from "../shared/errors.js";
+import { refusal, type DescribedError } from "../shared/errors.js";
 import type { Logger } from "../shared/logger.js";
 import type { RequestState } from "../gateway/request-state.js";
 import type { NodeRequest } from "../gateway/rest-gateway.js";
@@ -90,36 +89,36 @@ export function createAdmission(options: AdmissionOptions): Admission {
   }
 
   /** The refusal of the presented key, or the accepted key. */
-  async function authenticate(state: RequestState, header: string | undefined): Promise<ConnectError | CachedKey> {
+  async function authenticate(state: RequestState, header: string | undefined): Promise<DescribedError | CachedKey> {
     if (header === undefined || header === "") {
-      return apiError("invalid_key", "Missing Authorization header; send 'Authorization: Bearer <API key>'");
+      return refusal("invalid_key", "Missing Authorization header; send 'Authorization: Bearer <API key>'");
     }
     const match = /^(\S+)\s+(\S*)$/.exec(header.trim());
     if (!match || (match[1] as string).toLowerCase() !== "bearer") {
-      return apiError("invalid_key", "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <API key>'");
+      return refusal("invalid_key", "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <API key>'");
     }
     const secret = match[2] as string;
     if (!isWellFormedSecret(secret)) {
-      return apiError("invalid_key", "The API key is malformed: keys are 'sk_' followed by 43 characters");
+      return refusal("invalid_key", "The API key is malformed: keys are 'sk_' followed by 43 characters");
     }
     const key = await lookUp(hashSecret(secret));
-    if (!key) return apiError("invalid_key", "The API key is not recognised");
+    if (!key) return refusal("invalid_key", "The API key is not recognised");
     const { record } = key;
     state.workspaceId = record.workspace_id;
     state.apiKeyId = record._id;
-    if (record.revoked_at) return apiError("key_revoked", "The API key was revoked", { api_key_id: record._id });
+    if (record.revoked_at) return refusal("key_revoked", "The API key was revoked", { api_key_id: record._id });
     const now = options.clock.now();
     if (record.expires_at && record.expires_at.getTime() <= now.getTime()) {
-      return apiError("key_expired", `The API key expired at ${record.expires_at.toISOString()}`, {
+      return refusal("key_expired", `The API key expired at ${record.expires_at.toISOString()}`, {
         api_key_id: record._id,
         expired_at: record.expires_at.toISOString(),
       });
     }
     if (key.workspaceSuspended) {
-      return apiError("workspace_suspended", "The workspace is suspended", { account_id: record.workspace_id });
+      return refusal("workspace_suspended", "The workspace is suspended", { account_id: record.workspace_id });
     }
     if (!isAddressAllowed(state.clientAddress, key.ranges)) {
-      return apiError("ip_not_allowed", `Requests from ${state.clientAddress} are not in the key's IP allow-list`, {
+      return refusal("ip_not_allowed", `Requests from ${state.clientAddress} are not in the key's IP allow-list`, {
         client_address: state.clientAddress,
       });
     }
@@ -142,7 +141,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
           };
           lastUse.set(key.record._id, state.receivedAt);
         } else {
-          state.refusal = outcome as ConnectError;
+          state.refusal = outcome as DescribedError;
         }
         const decision = key
           ? await options.rateLimiter.consume(`key:${key.record._id}`, key.record.rate_limit_per_min)
@@ -152,7 +151,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
         state.setHeader("ratelimit-reset", String(decision.resetSeconds));
         if (!decision.allowed) {
           state.setHeader("retry-after", String(decision.resetSeconds));
-          state.refusal = apiError(
+          state.refusal = refusal(
             "rate_limited",
             `Rate limit of ${decision.limit} requests per minute exceeded; retry after ${decision.resetSeconds} s`,
             { limit: String(decision.limit), retry_after_seconds: String(decision.resetSeconds) },
@@ -160,7 +159,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
         }
       } catch (err) {
         options.logger.error({ err, requestId: state.requestId }, "admission failed");
-        state.refusal = apiError("unavailable", "The service cannot check credentials right now; retry shortly");
+        state.refusal = refusal("unavailable", "The service cannot check credentials right now; retry shortly");
       }
     },
     forget(secretHash) {

@@ -173,10 +173,15 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
   const ctx = createContext(env, (text) => process.stdout.write(`${text}\n`));
   const program = new Command("msgsvc")
     .description("Console CLI of the messaging service (reads CONSOLE_URL and CONSOLE_TOKEN)")
-    .exitOverride()
     .addHelpText("after", "\nEnvironment:\n  CONSOLE_URL    console API base URL (default http://127.0.0.1:8081)\n  CONSOLE_TOKEN  console token");
   program.addCommand(workspaceCommands(ctx));
   program.addCommand(keyCommands(ctx));
+  // Throw instead of exiting, in every subcommand, so errors get one treatment below.
+  const throwOnExit = (command: Command): void => {
+    command.exitOverride();
+    command.commands.forEach(throwOnExit);
+  };
+  throwOnExit(program);
   try {
     await program.parseAsync(argv, { from: "user" });
     return 0;

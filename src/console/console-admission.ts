@@ -1,5 +1,5 @@
 import { timingSafeEqual, createHash } from "node:crypto";
-import { apiError } from "../shared/errors.js";
+import { refusal } from "../shared/errors.js";
 import type { RequestState } from "../gateway/request-state.js";
 import type { NodeRequest } from "../gateway/rest-gateway.js";
 
@@ -15,7 +15,7 @@ export function createConsoleAdmission(consoleToken: string) {
     const match = /^Bearer\s+(\S+)$/i.exec(Array.isArray(header) ? (header[0] ?? "") : header);
     const given = createHash("sha256").update(match?.[1] ?? "").digest();
     if (!match || !timingSafeEqual(given, expected)) {
-      state.refusal = apiError(
+      state.refusal = refusal(
         "unauthenticated",
         match ? "The console token is wrong" : "Missing console token; send 'Authorization: Bearer <CONSOLE_TOKEN>'",
       );

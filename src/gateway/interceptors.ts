@@ -1,7 +1,7 @@
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { getOption, type DescMethod } from "@bufbuild/protobuf";
 import { required_scope } from "../../gen/messaging/v1/options_pb.js";
-import { apiError, describeError, isDuplicateKeyError } from "../shared/errors.js";
+import { apiError, describeError, isDuplicateKeyError, toConnectError } from "../shared/errors.js";
 import type { Logger } from "../shared/logger.js";
 import { requestStateKey } from "./request-state.js";
 
@@ -42,7 +42,7 @@ export function outcomeInterceptor(logger: Logger): Interceptor {
 /** Throws the refusal admission decided for this request (invalid key, rate limit …), if any. */
 export const refusalInterceptor: Interceptor = (next) => async (req) => {
   const refusal = req.contextValues.get(requestStateKey)?.refusal;
-  if (refusal) throw refusal;
+  if (refusal) throw toConnectError(refusal);
   return next(req);
 };
 

@@ -1,5 +1,5 @@
-import { createContextKey, type ConnectError, type HandlerContext } from "@connectrpc/connect";
-import type { ErrorCode } from "../shared/errors.js";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import type { DescribedError, ErrorCode } from "../shared/errors.js";
 
 /** Wire protocol of a request, as recorded in the request log. */
 export type Protocol = "rest" | "connect" | "grpc" | "grpc-web" | "http";
@@ -46,8 +46,8 @@ export interface RequestState {
   workspaceId?: string;
   /** Key presented, even when refused (for the request log). */
   apiKeyId?: string;
-  /** Why admission refused the request; thrown by the first interceptor. */
-  refusal?: ConnectError;
+  /** Why admission refused the request; answered instead of calling the handler. */
+  refusal?: DescribedError;
   /** Code of the error answered, if any. */
   errorCode?: ErrorCode;
   /** Sets a response header on whatever protocol answers (before the head is sent). */

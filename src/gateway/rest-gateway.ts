@@ -23,7 +23,7 @@ import {
 } from "@connectrpc/connect";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
 import type { HttpBody } from "../../gen/google/api/httpbody_pb.js";
-import { apiError, describeError, errorTable, violationsError, type FieldViolation } from "../shared/errors.js";
+import { apiError, describeError, errorTable, violationsError, type DescribedError, type FieldViolation } from "../shared/errors.js";
 import { compilePathTemplate, type PathTemplate } from "./path-template.js";
 import { requestStateKey, type RequestState } from "./request-state.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
@@ -142,8 +142,8 @@ function headersOf(req: NodeRequest): Headers {
 }
 
 /** Writes an error as REST JSON: `{"error":{"code","message","details","request_id"}}` (DESIGN.md §4). */
-export function writeRestError(res: NodeResponse, state: RequestState, error: ConnectError): void {
-  const { code, message, details, violations } = describeError(error);
+export function writeRestError(res: NodeResponse, state: RequestState, error: ConnectError | DescribedError): void {
+  const { code, message, details, violations } = error instanceof ConnectError ? describeError(error) : error;
   state.errorCode = code;
   const body: JsonObject = { ...details };
   if (violations.length > 0) body.field_violations = violations.map((v) => ({ field: v.field, description: v.description }));
@@ -264,7 +264,9 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
     state.operation = `${found.service.typeName}/${found.method.name}`;
 
     const abort = new AbortController();
-    res.once("close", () => abort.abort());
+    res.once("close", () => {
+      if (!res.writableFinished) abort.abort(); // the client went away
+    });
     const context = createHandlerContext({
       service: found.service,
       method: found.method,

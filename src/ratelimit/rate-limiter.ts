@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../shared/clock.js";
@@ -6,13 +7,21 @@ import { isDuplicateKeyError } from "../shared/errors.js";
 /** Length of a rate window (spec §Limits: one minute per key). */
 export const WINDOW_MS = 60_000;
 
+/** A lease grows only when the previous one was used up within this time. */
+const BUSY_MS = 1000;
+/** Growth of a lease over the previous one while busy. */
+const GROWTH = 4;
+
 /** The answer for one request. */
 export interface RateLimitDecision {
   /** Whether the request fits the budget. */
   allowed: boolean;
   /** Budget per window: the RateLimit-Limit header. */
   limit: number;
-  /** Requests left in the window: the RateLimit-Remaining header. */
+  /**
+   * Requests left in the window: the RateLimit-Remaining header. Exact for
+   * one process; with several, other processes' unused leases count as spent.
+   */
   remaining: number;
   /** Whole seconds until the window rolls over (at least 1): RateLimit-Reset and Retry-After. */
   resetSeconds: number;
@@ -35,37 +44,96 @@ interface WindowRecord {
   _id: string;
   subject: string;
   window_start: Date;
+  /** Requests granted to processes in this window (leased, used or not). */
   count: number;
+  /** Ids of the processes that took leases in this window. */
+  holders: string[];
+}
+
+/** What this process holds of one subject's current window. */
+interface Lease {
+  start: number;
+  /** Granted to this process and not used yet. */
+  spare: number;
+  /** The window's count after this process's last lease. */
+  knownCount: number;
+  /** How many processes had taken leases of the window, as of the last lease. */
+  knownHolders: number;
+  /** True once the window's budget is all granted. */
+  exhausted: boolean;
+  lastSize: number;
+  lastAt: number;
+  /** The lease request in flight, shared by concurrent requests. */
+  pending?: Promise<void>;
 }
 
 /**
- * Creates the rate limiter. Windows are aligned to the clock's minutes. Each
- * allowed request is one atomic `$inc` upsert of the window's counter, so
- * several server processes enforce one budget exactly. Once a process sees a
- * subject's window exhausted, it refuses that subject locally until the
- * window ends, without touching the database: counts only grow within a
- * window, so the answer cannot change. The database work is thus bounded by
- * the budgets (at most 100 per key per minute), not by the request rate.
+ * Creates the rate limiter: fixed windows aligned to the clock's minutes,
+ * one shared counter document per subject and window.
+ *
+ * Processes take budget from the shared counter in leases, with one atomic
+ * conditional `$inc` (`count <= limit - n`), and spend it locally. So
+ * several processes never admit more than the budget together, and the
+ * database sees a handful of updates per subject and window instead of one
+ * per request. A lease starts at one request and grows fourfold while the
+ * previous one was used up within a second. A process alone on a window may
+ * lease all that is left; with others, at most a share of what is left
+ * (left / (2 × processes)), so the last requests of a window are leased one
+ * at a time and budget stranded in a process whose traffic stopped stays
+ * small: the budget is never exceeded, and a few requests at most are
+ * refused early. Once the budget is all granted, the process refuses the
+ * subject locally until the window ends.
  */
 export function createRateLimiter(db: Db, clock: Clock): RateLimiter {
   const collection: Collection<WindowRecord> = db.collection<WindowRecord>("rate_windows");
-  /** Subject to the start of the window it is known to have exhausted. */
-  const exhausted = new LRUCache<string, number>({ max: 100_000 });
+  const leases = new LRUCache<string, Lease>({ max: 100_000 });
+  const processId = randomUUID();
 
-  async function increment(id: string, subject: string, start: number): Promise<number> {
-    const update = {
-      $inc: { count: 1 },
-      $setOnInsert: { subject, window_start: new Date(start) },
-    };
-    try {
-      const doc = await collection.findOneAndUpdate({ _id: id }, update, { upsert: true, returnDocument: "after" });
-      return doc?.count ?? 1;
-    } catch (err) {
-      // Two first requests of a window may race to insert it; the loser retries as an update.
-      if (!isDuplicateKeyError(err)) throw err;
-      const doc = await collection.findOneAndUpdate({ _id: id }, { $inc: { count: 1 } }, { returnDocument: "after" });
-      return doc?.count ?? 1;
+  interface Taken {
+    granted: number;
+    count: number;
+    holders: number;
+  }
+
+  /** Takes up to `wanted` requests of the window from the shared counter. */
+  async function take(subject: string, start: number, limit: number, wanted: number): Promise<Taken> {
+    const id = `${subject}|${start}`;
+    let n = wanted;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const updated = await collection.findOneAndUpdate(
+        { _id: id, count: { $lte: limit - n } },
+        { $inc: { count: n }, $addToSet: { holders: processId } },
+        { returnDocument: "after" },
+      );
+      if (updated) return { granted: n, count: updated.count, holders: updated.holders.length };
+      const current = await collection.findOne({ _id: id });
+      if (!current) {
+        try {
+          await collection.insertOne({ _id: id, subject, window_start: new Date(start), count: n, holders: [processId] });
+          return { granted: n, count: n, holders: 1 };
+        } catch (err) {
+          if (!isDuplicateKeyError(err)) throw err;
+          continue; // another process created the window first
+        }
+      }
+      if (current.count >= limit) return { granted: 0, count: current.count, holders: current.holders.length };
+      n = Math.min(n, limit - current.count);
     }
+    return { granted: 0, count: limit, holders: 0 }; // heavy contention: refuse rather than loop
+  }
+
+  async function renew(lease: Lease, subject: string, limit: number, now: number): Promise<void> {
+    const left = limit - lease.knownCount;
+    const busy = now - lease.lastAt < BUSY_MS && lease.lastSize > 0;
+    const share = lease.knownHolders <= 1 ? left : Math.floor(left / (2 * lease.knownHolders));
+    const wanted = Math.max(1, Math.min(busy ? lease.lastSize * GROWTH : 1, share));
+    const taken = await take(subject, lease.start, limit, wanted);
+    lease.spare += taken.granted;
+    lease.knownCount = taken.count;
+    lease.knownHolders = taken.holders;
+    lease.lastSize = taken.granted;
+    lease.lastAt = now;
+    if (taken.granted === 0) lease.exhausted = true;
   }
 
   return {
@@ -73,11 +141,21 @@ export function createRateLimiter(db: Db, clock: Clock): RateLimiter {
       const now = clock.now().getTime();
       const start = now - (now % WINDOW_MS);
       const resetSeconds = Math.max(1, Math.ceil((start + WINDOW_MS - now) / 1000));
-      if (exhausted.get(subject) === start) return { allowed: false, limit, remaining: 0, resetSeconds };
-      const count = await increment(`${subject}|${start}`, subject, start);
-      const allowed = count <= limit;
-      if (count >= limit) exhausted.set(subject, start);
-      return { allowed, limit, remaining: Math.max(0, limit - count), resetSeconds };
+      let lease = leases.get(subject);
+      if (!lease || lease.start !== start) {
+        lease = { start, spare: 0, knownCount: 0, knownHolders: 0, exhausted: false, lastSize: 0, lastAt: 0 };
+        leases.set(subject, lease);
+      }
+      while (lease.spare === 0 && !lease.exhausted) {
+        if (!lease.pending) {
+          const current = lease;
+          current.pending = renew(current, subject, limit, now).finally(() => (current.pending = undefined));
+        }
+        await lease.pending;
+      }
+      if (lease.spare === 0) return { allowed: false, limit, remaining: 0, resetSeconds };
+      lease.spare--;
+      return { allowed: true, limit, remaining: Math.max(0, limit - lease.knownCount + lease.spare), resetSeconds };
     },
     async prune() {
       const now = clock.now().getTime();

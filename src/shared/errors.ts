@@ -108,12 +108,26 @@ export function notFound(kind: string, id: string): ConnectError {
   return apiError("not_found", `No ${kind} with id ${JSON.stringify(id)}`, { resource: kind, id });
 }
 
-/** The parts of an error needed to answer it over any protocol. */
+/**
+ * The parts of an error needed to answer it over any protocol. Admission
+ * keeps refusals in this form (cheap: no exception, no protobuf) and turns
+ * them into a ConnectError only for the Connect router (toConnectError).
+ */
 export interface DescribedError {
   code: ErrorCode;
   message: string;
   details: ErrorDetails;
   violations: FieldViolation[];
+}
+
+/** Describes an error without building a ConnectError (see DescribedError). */
+export function refusal(code: ErrorCode, message: string, details: ErrorDetails = {}): DescribedError {
+  return { code, message, details, violations: [] };
+}
+
+/** The ConnectError of a described error. */
+export function toConnectError(error: DescribedError): ConnectError {
+  return apiError(error.code, error.message, error.details, error.violations);
 }
 
 /**

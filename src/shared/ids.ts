@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 
 /** Readable prefixes of resource ids (DESIGN.md §3). */
 export type IdPrefix = "msg" | "frs" | "tpl" | "whk" | "snd";
@@ -11,7 +11,11 @@ export function newId(prefix?: IdPrefix): string {
   return prefix ? `${prefix}_${randomUUID()}` : randomUUID();
 }
 
-/** A request id: `req_` and 24 hex characters; sent back as Request-Id. */
+/**
+ * A request id: `req_` and 24 hex characters (96 random bits, from the
+ * pooled randomness randomUUID draws on); sent back as Request-Id.
+ */
 export function newRequestId(): string {
-  return `req_${randomBytes(12).toString("hex")}`;
+  const uuid = randomUUID();
+  return `req_${uuid.slice(0, 8)}${uuid.slice(9, 13)}${uuid.slice(15, 18)}${uuid.slice(20, 23)}${uuid.slice(24, 30)}`;
 }

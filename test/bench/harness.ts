@@ -1,0 +1,111 @@
+import { readFile } from "node:fs/promises";
+
+/*
+ * Benchmark helpers: closed-loop load with N concurrent workers, latency
+ * percentiles, peak RSS of a server process sampled from /proc, and a plain
+ * text table. Numbers are printed, never asserted.
+ */
+
+/** Result of one load run. */
+export interface LoadResult {
+  name: string;
+  requests: number;
+  seconds: number;
+  /** Answers by outcome label (for example "200", "429", "error"). */
+  outcomes: Map<string, number>;
+  /** Latencies in milliseconds, sorted. */
+  latencies: Float64Array;
+  /** Peak resident set size of the server process during the run, in MiB. */
+  peakRssMiB: number | undefined;
+}
+
+/** The p-th percentile (0-100) of sorted values. */
+export function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+/** Resident set size of process `pid` in MiB (Linux), or undefined. */
+export async function rssMiB(pid: number): Promise<number | undefined> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, "utf8");
+    const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
+    return kb ? Number(kb) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Runs `call` from `concurrency` workers, either for `seconds` after
+ * `warmupSeconds` of unrecorded warm-up, or (with `callsPerWorker`) until
+ * each worker has made that many calls, without warm-up. `call` resolves to
+ * an outcome label.
+ */
+export async function runLoad(options: {
+  name: string;
+  concurrency: number;
+  seconds?: number;
+  callsPerWorker?: number;
+  warmupSeconds?: number;
+  serverPid?: number;
+  call: (worker: number) => Promise<string>;
+}): Promise<LoadResult> {
+  const began = performance.now();
+  const fixedWork = options.callsPerWorker !== undefined;
+  const warmupUntil = fixedWork ? began : began + (options.warmupSeconds ?? 1) * 1000;
+  const stopAt = fixedWork ? Infinity : warmupUntil + (options.seconds ?? 10) * 1000;
+  const latencies: number[] = [];
+  const outcomes = new Map<string, number>();
+  let peak: number | undefined;
+  const sampler = options.serverPid
+    ? setInterval(() => {
+        void rssMiB(options.serverPid as number).then((v) => {
+          if (v !== undefined && performance.now() > warmupUntil) peak = Math.max(peak ?? 0, v);
+        });
+      }, 100)
+    : undefined;
+  const worker = async (id: number) => {
+    for (let calls = 0; calls < (options.callsPerWorker ?? Infinity); calls++) {
+      const start = performance.now();
+      if (start >= stopAt) return;
+      let outcome: string;
+      try {
+        outcome = await options.call(id);
+      } catch {
+        outcome = "error";
+      }
+      if (start >= warmupUntil) {
+        latencies.push(performance.now() - start);
+        outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, (_, i) => worker(i)));
+  if (sampler) clearInterval(sampler);
+  const sorted = Float64Array.from(latencies).sort();
+  const seconds = fixedWork ? (performance.now() - began) / 1000 : (options.seconds ?? 10);
+  return { name: options.name, requests: latencies.length, seconds, outcomes, latencies: sorted, peakRssMiB: peak };
+}
+
+/** Formats rows as an aligned text table with a header line. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i] as number)).join(" | ")} |`;
+  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
+}
+
+/** Formats load results as the benchmark's table. */
+export function loadTable(results: LoadResult[]): string {
+  return table(
+    ["run", "requests/s", "p50 ms", "p99 ms", "peak RSS MiB", "answers"],
+    results.map((r) => [
+      r.name,
+      (r.requests / r.seconds).toFixed(0),
+      percentile(r.latencies, 50).toFixed(2),
+      percentile(r.latencies, 99).toFixed(2),
+      r.peakRssMiB === undefined ? "-" : r.peakRssMiB.toFixed(0),
+      [...r.outcomes].map(([k, v]) => `${k}: ${v}`).join(", "),
+    ]),
+  );
+}

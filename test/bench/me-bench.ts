@@ -1,0 +1,147 @@
+import * as grpc from "@grpc/grpc-js";
+import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { toBinary, create } from "@bufbuild/protobuf";
+import { Pool } from "undici";
+import { AccountService, GetMeRequestSchema } from "../../gen/messaging/v1/account_pb.js";
+import { ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
+import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
+import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
+import { loadTable, runLoad, type LoadResult } from "./harness.js";
+
+/** Options of the GET /v1/me benchmark. */
+export interface MeBenchOptions {
+  mongodbUri: string;
+  concurrency: number;
+  seconds: number;
+}
+
+const CONSOLE_TOKEN = "bench-console-token-0123456789";
+
+/**
+ * GET /v1/me over REST, Connect (JSON) and gRPC against the real service
+ * (key check, shared rate window, request log) in its own process on the
+ * real database, next to a trivial Connect-node handler (no database: the
+ * framework's ceiling) and bare node:http. REST and Connect are driven by the
+ * same HTTP/1.1 client (undici, one connection per worker), so their
+ * difference is the server's; gRPC by @grpc/grpc-js over one HTTP/2 channel.
+ *
+ * Each protocol gets its own 50 keys of 100 requests per minute: the first
+ * 5,000 calls are admitted (one atomic counter update each), the rest are
+ * refused with 429 from the process's knowledge that the window is spent,
+ * as a client over budget would see. The answers column shows the mix.
+ */
+export async function runMeBench(options: MeBenchOptions): Promise<string> {
+  const service = await startServiceProcess({
+    MONGODB_URI: options.mongodbUri,
+    MONGODB_DATABASE: `bench_${Date.now()}`,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    CONSOLE_PORT: "0",
+    CONSOLE_TOKEN,
+    ROLE: "all",
+  });
+  const trivial = await startProcess("test/bench/trivial-servers.ts", {}, (line) =>
+    typeof line.trivialPort === "number" ? (line as { trivialPort: number; barePort: number }) : undefined,
+  );
+  const pid = service.child.pid as number;
+  const auth: Interceptor = (next) => (req) => {
+    req.header.set("authorization", `Bearer ${CONSOLE_TOKEN}`);
+    return next(req);
+  };
+  const consoleTransport = createConnectTransport({ baseUrl: `http://127.0.0.1:${service.consolePort}`, httpVersion: "1.1", interceptors: [auth] });
+  const { workspace } = await createClient(WorkspaceService, consoleTransport).createWorkspace({ name: "bench" });
+  const keys = createClient(ApiKeyService, consoleTransport);
+  const newKeys = async () =>
+    Promise.all(
+      Array.from({ length: options.concurrency }, async (_, i) =>
+        (await keys.createApiKey({ workspaceId: workspace!.id, name: `bench ${i}`, rateLimitPerMin: 100 })).secret,
+      ),
+    );
+
+  const base = `http://127.0.0.1:${service.publicPort}`;
+  /** A protocol's way to call GetMe with the worker's key; resolves to the answer's status. */
+  interface Driver {
+    name: string;
+    call(secret: string): Promise<string>;
+    close(): Promise<void>;
+  }
+  const undiciDriver = (name: string, url: string, request: (secret: string) => Parameters<Pool["request"]>[0]): Driver => {
+    const pool = new Pool(url, { connections: options.concurrency });
+    return {
+      name,
+      async call(secret) {
+        const res = await pool.request(request(secret));
+        await res.body.dump();
+        return String(res.statusCode);
+      },
+      close: () => pool.close(),
+    };
+  };
+  const grpcDriver = (): Driver => {
+    const client = new grpc.Client(`127.0.0.1:${service.publicPort}`, grpc.credentials.createInsecure());
+    const request = Buffer.from(toBinary(GetMeRequestSchema, create(GetMeRequestSchema)));
+    return {
+      name: "gRPC GetMe (grpc-js)",
+      call: (secret) =>
+        new Promise((resolve) => {
+          const md = new grpc.Metadata();
+          md.set("authorization", `Bearer ${secret}`);
+          const identity = (b: Buffer) => b;
+          client.makeUnaryRequest("/messaging.v1.AccountService/GetMe", identity, identity, request, md, (err) =>
+            resolve(err ? (grpc.status[err.code] ?? "error") : "OK"),
+          );
+        }),
+      close: async () => client.close(),
+    };
+  };
+  const drivers: Driver[] = [
+    undiciDriver("REST GET /v1/me", base, (secret) => ({ path: "/v1/me", method: "GET", headers: { authorization: `Bearer ${secret}` } })),
+    undiciDriver("Connect JSON GetMe", base, (secret) => ({
+      path: "/messaging.v1.AccountService/GetMe",
+      method: "POST",
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+      body: "{}",
+    })),
+    grpcDriver(),
+  ];
+
+  const results: LoadResult[] = [];
+  try {
+    for (const driver of drivers) {
+      const secrets = await newKeys();
+      const call = (w: number) => driver.call(secrets[w] as string);
+      const common = { concurrency: options.concurrency, serverPid: pid, call };
+      results.push(await runLoad({ ...common, name: `${driver.name}, within budget`, callsPerWorker: 100 }));
+      results.push(await runLoad({ ...common, name: `${driver.name}, over budget`, seconds: options.seconds }));
+      await driver.close();
+    }
+    const references: [string, number | undefined, Driver][] = [
+      ["trivial Connect handler (no DB)", trivial.child.pid, undiciDriver("", `http://127.0.0.1:${trivial.value.trivialPort}`, () => ({
+        path: "/messaging.v1.AccountService/GetMe",
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      }))],
+      ["bare node:http", trivial.child.pid, undiciDriver("", `http://127.0.0.1:${trivial.value.barePort}`, () => ({ path: "/", method: "GET" }))],
+    ];
+    for (const [name, serverPid, driver] of references) {
+      results.push(await runLoad({ name, concurrency: options.concurrency, seconds: options.seconds, serverPid, call: () => driver.call("") }));
+      await driver.close();
+    }
+  } finally {
+    await Promise.all([stopProcess(service.child), stopProcess(trivial.child)]);
+  }
+  const rps = (name: string) => {
+    const r = results.find((x) => x.name.startsWith(name));
+    return r ? r.requests / r.seconds : NaN;
+  };
+  const ratio = (a: string, b: string) => (rps(a) / rps(b)).toFixed(2);
+  return [
+    `GET /v1/me, ${options.concurrency} concurrent clients; "within budget": each client makes 100 calls with its own`,
+    `fresh key (100/min); "over budget": ${options.seconds} s more with the spent keys (429 answers)`,
+    loadTable(results),
+    `REST / Connect throughput: within budget ${ratio("REST GET /v1/me, within", "Connect JSON GetMe, within")}, over budget ${ratio("REST GET /v1/me, over", "Connect JSON GetMe, over")}`,
+    `REST / trivial Connect handler: within budget ${ratio("REST GET /v1/me, within", "trivial")}, over budget ${ratio("REST GET /v1/me, over", "trivial")}`,
+  ].join("\n");
+}

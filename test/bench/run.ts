@@ -1,0 +1,30 @@
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { projectRoot, startEmbeddedFerretDb } from "../../src/store/embedded-ferretdb.js";
+import { runMeBench } from "./me-bench.js";
+
+/*
+ * `npm run bench [-- --seconds N --concurrency N]`: runs the benchmarks
+ * against MONGODB_URI, or a fresh embedded FerretDB, and prints their tables.
+ */
+const { values } = parseArgs({
+  options: {
+    seconds: { type: "string", default: "8" },
+    concurrency: { type: "string", default: "50" },
+  },
+});
+const seconds = Number(values.seconds);
+const concurrency = Number(values.concurrency);
+
+const dataDir = path.join(".data", `bench-${process.pid}`);
+const embedded = process.env.MONGODB_URI ? undefined : await startEmbeddedFerretDb(dataDir);
+const mongodbUri = process.env.MONGODB_URI ?? (embedded?.uri as string);
+const database = embedded ? "embedded FerretDB v1 (SQLite) behind the command gate" : "MONGODB_URI";
+try {
+  process.stdout.write(`Machine: ${(await import("node:os")).cpus().length} cores, Node ${process.version}; database: ${database}\n\n`);
+  process.stdout.write(`${await runMeBench({ mongodbUri, concurrency, seconds })}\n`);
+} finally {
+  await embedded?.stop();
+  if (embedded) await rm(path.join(projectRoot, dataDir), { recursive: true, force: true });
+}

@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../src/config.js";
+
+describe("configuration from the environment", () => {
+  it("has the documented defaults", () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 8080,
+      consolePort: 8081,
+      consoleHost: "127.0.0.1",
+      mongodbUri: undefined,
+      role: "all",
+      trustForwardedFor: false,
+      unauthenticatedRateLimitPerMin: 30,
+      keyCacheTtlMs: 5000,
+      requestLogRetentionDays: 30,
+    });
+  });
+
+  it("reads values and treats empty ones as unset", () => {
+    const config = loadConfig({ PORT: "9000", TRUST_X_FORWARDED_FOR: "true", MONGODB_URI: "", ROLE: "worker" });
+    expect(config).toMatchObject({ port: 9000, trustForwardedFor: true, mongodbUri: undefined, role: "worker" });
+  });
+
+  it("names every bad variable, its rule and the value given", () => {
+    let error: unknown;
+    try {
+      loadConfig({ PORT: "eighty", KEY_CACHE_TTL_MS: "60000", ROLE: "boss", MONGODB_URI: "postgres://x", TRUST_X_FORWARDED_FOR: "maybe" });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      'PORT: must be a whole number from 0 to 65535 (got "eighty")',
+      'MONGODB_URI: must start with "mongodb://" or "mongodb+srv://" (got "postgres://x")',
+      'ROLE: must be "all", "api" or "worker" (got "boss")',
+      'TRUST_X_FORWARDED_FOR: must be "true" or "false" (got "maybe")',
+      'KEY_CACHE_TTL_MS: must be a whole number of milliseconds from 0 to 5000 (got "60000")',
+    ]);
+    expect((error as Error).message).toMatch(/^Invalid configuration:\n  - PORT: /);
+  });
+});

@@ -1,0 +1,136 @@
+import { describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { compilePathTemplate, PathTemplateError } from "../src/gateway/path-template.js";
+import { fromRestJson, toRestJson } from "../src/gateway/rest-json.js";
+import { MessageSchema, MessageStatus, SendMessageRequestSchema } from "../gen/messaging/v1/messages_pb.js";
+import { FlowResponseSchema } from "../gen/messaging/v1/flow_responses_pb.js";
+import { minimalGrpcMessage } from "../src/gateway/rpc-server.js";
+
+describe("path templates (google/api/http.proto grammar)", () => {
+  it("matches literals and single-segment variables", () => {
+    const t = compilePathTemplate("/v1/flow_responses/{id}/files/{index}");
+    expect(t.match("/v1/flow_responses/frs_1/files/2")).toEqual(new Map([["id", "frs_1"], ["index", "2"]]));
+    expect(t.match("/v1/flow_responses/frs_1/files")).toBeUndefined();
+    expect(t.match("/v1/flow_responses/frs_1/files/2/extra")).toBeUndefined();
+    expect(t.fieldPaths).toEqual([["id"], ["index"]]);
+  });
+
+  it("binds nested field paths and multi-segment patterns", () => {
+    const t = compilePathTemplate("/v1/{message.name=workspaces/*/messages/*}");
+    expect(t.match("/v1/workspaces/w1/messages/m%2F2")).toEqual(new Map([["message.name", "workspaces/w1/messages/m/2"]]));
+    expect(t.match("/v1/workspaces/w1/senders/s1")).toBeUndefined();
+    const rest = compilePathTemplate("/files/{path=**}");
+    expect(rest.match("/files/a/b/c.txt")).toEqual(new Map([["path", "a/b/c.txt"]]));
+  });
+
+  it("handles custom verbs", () => {
+    const t = compilePathTemplate("/console/v1/workspaces/{id}:suspend");
+    expect(t.match("/console/v1/workspaces/abc:suspend")).toEqual(new Map([["id", "abc"]]));
+    expect(t.match("/console/v1/workspaces/abc:resume")).toBeUndefined();
+    expect(compilePathTemplate("/console/v1/workspaces/{id}").match("/console/v1/workspaces/abc:suspend")).toBeUndefined();
+  });
+
+  it("decodes percent-encoding and refuses malformed encoding", () => {
+    const t = compilePathTemplate("/v1/messages/{id}");
+    expect(t.match("/v1/messages/msg%5F1")?.get("id")).toBe("msg_1");
+    expect(t.match("/v1/messages/%E0%A4%A")).toBeUndefined();
+  });
+
+  it("prefers more literal templates", () => {
+    const general = compilePathTemplate("/v1/messages/{id}");
+    const literal = compilePathTemplate("/v1/messages/search");
+    expect(literal.specificity).toBeGreaterThan(general.specificity);
+  });
+
+  it("rejects templates that break the grammar", () => {
+    expect(() => compilePathTemplate("v1/me")).toThrow(PathTemplateError);
+    expect(() => compilePathTemplate("/v1/{id")).toThrow(PathTemplateError);
+    expect(() => compilePathTemplate("/v1/{a=**}/x")).toThrow(PathTemplateError);
+    expect(() => compilePathTemplate("/v1/{1bad}")).toThrow(PathTemplateError);
+  });
+});
+
+describe("REST JSON mapping (DESIGN.md §3)", () => {
+  it("writes snake_case, explicit nulls, ISO millisecond times, bare enum names and int64 as numbers", () => {
+    const message = create(MessageSchema, {
+      messageId: "msg_1",
+      object: "message",
+      to: "4915112345678",
+      status: MessageStatus.DELIVERED,
+      credits: 3n,
+      createdAt: timestampFromDate(new Date("2026-01-31T12:00:00Z")),
+    });
+    expect(toRestJson(MessageSchema, message)).toEqual({
+      message_id: "msg_1",
+      object: "message",
+      to: "4915112345678",
+      sender: "",
+      template_id: "",
+      flow_token: null,
+      status: "delivered",
+      wa_message_id: null,
+      error: null,
+      credits: 3,
+      created_at: "2026-01-31T12:00:00.000Z",
+      sent_at: null,
+      delivered_at: null,
+      read_at: null,
+      failed_at: null,
+    });
+  });
+
+  it("writes google.protobuf.Struct as a plain object", () => {
+    const json = toRestJson(FlowResponseSchema, create(FlowResponseSchema, { response: { name: "Ada", age: 36, tags: ["a"] } }));
+    expect(json.response).toEqual({ name: "Ada", age: 36, tags: ["a"] });
+    expect(json.source_message_id).toBeNull();
+    expect(json.files).toEqual([]);
+  });
+
+  it("reads what it writes", () => {
+    const read = fromRestJson(SendMessageRequestSchema, {
+      to: "4915112345678",
+      sender: "snd_1",
+      template: { id: "tpl_1", variables: { name: "Ada" }, flow: { token: "t-1" } },
+    });
+    expect(read.ok).toBe(true);
+    if (read.ok) {
+      expect(read.message.template?.variables).toEqual({ name: "Ada" });
+      expect(read.message.template?.flow?.token).toBe("t-1");
+    }
+  });
+
+  it("reports every violation with its path", () => {
+    const read = fromRestJson(MessageSchema, {
+      status: "posted",
+      credits: 1.5,
+      created_at: "yesterday",
+      messageId: "x",
+      error: { code: "E1" },
+    });
+    expect(read.ok).toBe(false);
+    if (!read.ok) {
+      expect(read.violations).toEqual([
+        { field: "status", description: "must be one of: accepted, sent, delivered, read, failed" },
+        { field: "credits", description: "must be a whole number" },
+        { field: "created_at", description: "must be an ISO 8601 timestamp such as 2026-01-31T12:00:00.000Z" },
+        { field: "messageId", description: "is not a known field; did you mean message_id?" },
+        { field: "error.code", description: "must be a whole number" },
+      ]);
+    }
+  });
+
+  it("checks integer ranges and accepts text values only where asked (query parameters)", () => {
+    const big = fromRestJson(MessageSchema, { error: { code: 2 ** 31 } });
+    expect(big.ok ? [] : big.violations[0]?.description).toBe("must be a whole number from -2147483648 to 2147483647");
+    const text = fromRestJson(MessageSchema, { credits: "12", status: "read" }, { textValues: true });
+    expect(text.ok && text.message.credits).toBe(12n);
+  });
+});
+
+describe("grpc-message encoding", () => {
+  it("uses the gRPC spec's minimal percent-encoding", () => {
+    expect(minimalGrpcMessage(encodeURIComponent("needs scope: a; b, c%"))).toBe("needs scope: a; b, c%25");
+    expect(minimalGrpcMessage(encodeURIComponent("café\n"))).toBe("caf%C3%A9%0A");
+  });
+});

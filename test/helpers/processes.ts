@@ -1,0 +1,47 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import readline from "node:readline";
+import { projectRoot } from "../../src/store/embedded-ferretdb.js";
+
+/**
+ * Starts a TypeScript entry point of this project in its own process and
+ * resolves with the first JSON line of its standard output for which
+ * `ready` returns a value.
+ */
+export async function startProcess<T>(
+  entry: string,
+  env: Record<string, string>,
+  ready: (line: Record<string, unknown>) => T | undefined,
+): Promise<{ child: ChildProcess; value: T }> {
+  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+    cwd: projectRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const lines = readline.createInterface({ input: child.stdout! });
+  for await (const line of lines) {
+    if (!line.startsWith("{")) continue;
+    const value = ready(JSON.parse(line) as Record<string, unknown>);
+    if (value !== undefined) {
+      lines.on("line", () => {}); // keep draining the pipe
+      return { child, value };
+    }
+  }
+  throw new Error(`${entry} exited before it was ready`);
+}
+
+/** Sends SIGTERM to `child` and waits for it to exit. */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, "exit");
+  child.kill("SIGTERM");
+  await exited;
+}
+
+/** Starts the service's entry point (src/main.ts) and resolves to it and its public and console ports. */
+export async function startServiceProcess(env: Record<string, string>) {
+  const { child, value } = await startProcess("src/main.ts", { LOG_LEVEL: "info", ...env }, (line) =>
+    line.msg === "service started" ? { publicPort: line.publicPort as number, consolePort: line.consolePort as number } : undefined,
+  );
+  return { child, ...value };
+}
