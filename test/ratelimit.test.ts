@@ -100,7 +100,7 @@ describe("one budget shared by several server processes", () => {
     await t.close();
   });
 
-  it("admits exactly the budget across two processes, then 429 with Retry-After", async () => {
+  it("never admits more than the budget across two processes, then answers 429 with Retry-After", async () => {
     const env = {
       MONGODB_URI: inject("mongoUri"),
       MONGODB_DATABASE: t.databaseName,
