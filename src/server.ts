@@ -6,18 +6,17 @@ import { MessageService } from "../gen/messaging/v1/messages_pb.js";
 import { SenderService } from "../gen/messaging/v1/senders_pb.js";
 import { TemplateService } from "../gen/messaging/v1/templates_pb.js";
 import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
-import { ApiKeyService } from "../gen/messaging/console/v1/api_keys_pb.js";
-import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
-import { createAccountService } from "./account/account-service.js";
+import { createAccountCapability } from "./account/account-capability.js";
 import { createAdmission } from "./auth/admission.js";
 import { createApiKeyStore, type ApiKeyStore } from "./auth/api-key-store.js";
+import type { Capability, Platform } from "./capability.js";
 import type { Config } from "./config.js";
-import { createApiKeyService } from "./console/api-key-service.js";
 import { createConsoleAdmission } from "./console/console-admission.js";
-import { createWorkspaceService } from "./console/workspace-service.js";
+import { createTenancyCapability } from "./console/tenancy-capability.js";
+import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gateway/interceptors.js";
 import { createRpcServer, type RpcServer } from "./gateway/rpc-server.js";
-import { registerService } from "./gateway/services.js";
+import { mergeServices, registerService } from "./gateway/services.js";
 import { createHealthService } from "./health/health-service.js";
 import { createPruneJob, PRUNE_JOB } from "./jobs/maintenance.js";
 import { createScheduler, type Scheduler } from "./jobs/scheduler.js";
@@ -47,6 +46,7 @@ export interface RunningService {
   readonly keys: ApiKeyStore;
   readonly requestLog: RequestLog;
   readonly scheduler: Scheduler;
+  readonly events: EventBus;
   readonly publicServer: RpcServer | undefined;
   /** Writes the buffered last-use times of API keys now (otherwise every 5 s). */
   flushKeyUsage(): Promise<void>;
@@ -58,11 +58,22 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
+/** Public services served whether or not a capability provides their methods yet. */
+const PUBLIC_SERVICES = [AccountService, SenderService, TemplateService, MessageService, WebhookService, FlowResponseService];
+
+/**
+ * The capabilities of the service, in the order they start. Each plugs its
+ * handlers, HTTP routes, jobs and indexes in through the Capability shape.
+ */
+function createCapabilities(platform: Platform): Capability[] {
+  return [createAccountCapability(), createTenancyCapability(platform)];
+}
+
 /**
  * The composition root (STYLE.md): builds the MongoDB client, stores, Agenda,
- * admission, interceptors and both ports, as production and tests alike run
- * it. ROLE decides what runs: "all" (ports and jobs), "api" (ports) or
- * "worker" (jobs).
+ * admission, the capabilities, interceptors and both ports, as production
+ * and tests alike run it. ROLE decides what runs: "all" (ports and jobs),
+ * "api" (ports) or "worker" (jobs).
  *
  * @throws Error when the database cannot be reached or a port cannot be bound.
  */
@@ -78,7 +89,8 @@ export async function startService(options: StartOptions): Promise<RunningServic
   const keys = createApiKeyStore(db, clock);
   const rateLimiter = createRateLimiter(db, clock);
   const requestLog = createRequestLog(db, { flushMs: config.requestLogFlushMs, logger });
-  for (const store of [workspaces, keys, rateLimiter, requestLog]) await store.ensureIndexes();
+  const events = createEventBus(db, clock, logger);
+  for (const store of [workspaces, keys, rateLimiter, requestLog, events]) await store.ensureIndexes();
 
   const scheduler = createScheduler(db, logger);
   scheduler.define(
@@ -106,18 +118,14 @@ export async function startService(options: StartOptions): Promise<RunningServic
     return lastPing.ok;
   };
 
-  const publicServices = [
-    registerService(AccountService, createAccountService()),
-    registerService(SenderService, {}),
-    registerService(TemplateService, {}),
-    registerService(MessageService, {}),
-    registerService(WebhookService, {}),
-    registerService(FlowResponseService, {}),
-  ];
-  const consoleServices = [
-    registerService(WorkspaceService, createWorkspaceService(workspaces)),
-    registerService(ApiKeyService, createApiKeyService({ keys, workspaces, admission, clock })),
-  ];
+  const platform: Platform = { config, client, db, clock, logger, scheduler, events, workspaces, keys, admission };
+  const capabilities = createCapabilities(platform);
+  for (const capability of capabilities) {
+    await capability.ensureIndexes?.();
+    for (const job of capability.jobs ?? []) scheduler.define(job);
+  }
+  const publicServices = mergeServices(capabilities.flatMap((c) => c.publicServices ?? []), PUBLIC_SERVICES);
+  const consoleServices = mergeServices(capabilities.flatMap((c) => c.consoleServices ?? []));
 
   let publicServer: RpcServer | undefined;
   let consoleServer: RpcServer | undefined;
@@ -129,7 +137,8 @@ export async function startService(options: StartOptions): Promise<RunningServic
     if (!config.consoleToken) throw new Error("CONSOLE_TOKEN must be set for the console port");
     publicServer = createRpcServer({
       services: publicServices,
-      openServices: [{ service: Health, impl: createHealthService(publicServices.map((s) => s.service.typeName), probe) }],
+      openServices: [registerService(Health, createHealthService(publicServices.map((s) => s.service.typeName), probe))],
+      httpRoutes: capabilities.flatMap((c) => c.httpRoutes ?? []),
       interceptors: [outcomeInterceptor(logger), refusalInterceptor, scopeInterceptor],
       admit: admission.admit,
       healthy: probe,
@@ -173,7 +182,9 @@ export async function startService(options: StartOptions): Promise<RunningServic
   if (config.role !== "api") {
     await scheduler.start();
     await scheduler.every("10 minutes", PRUNE_JOB);
+    for (const { job, every } of capabilities.flatMap((c) => c.schedules ?? [])) await scheduler.every(every, job);
   }
+  for (const capability of capabilities) await capability.start?.();
   logger.info({ role: config.role, publicPort, consolePort }, "service started");
 
   return {
@@ -185,12 +196,14 @@ export async function startService(options: StartOptions): Promise<RunningServic
     keys,
     requestLog,
     scheduler,
+    events,
     publicServer,
     flushKeyUsage: () => admission.flushUsage(),
     async close() {
       shuttingDown = true;
       await Promise.all([publicServer?.close(config.shutdownTimeoutMs), consoleServer?.close(config.shutdownTimeoutMs)]);
       if (usageTimer) clearInterval(usageTimer);
+      for (const capability of [...capabilities].reverse()) await capability.stop?.();
       await scheduler.stop();
       await admission.flushUsage().catch((err: unknown) => logger.warn({ err }, "recording key use failed"));
       await requestLog.close();

@@ -182,7 +182,7 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
     for (const method of service.methods) {
       const rawStream = method.methodKind === "server_streaming" && method.output.typeName === HTTP_BODY;
       if (method.methodKind !== "unary" && !rawStream) continue;
-      const handler = (impl as Record<string, Route["handler"]>)[method.localName];
+      const handler = (impl as unknown as Record<string, Route["handler"] | undefined>)[method.localName];
       if (!handler) continue;
       for (const binding of ruleOf(method)) {
         routes.push({

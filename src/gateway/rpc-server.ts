@@ -1,7 +1,8 @@
 import type net from "node:net";
 import * as httpolyglot from "@httptoolkit/httpolyglot";
 import ipaddr from "ipaddr.js";
-import { Code, ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
+import type { DescService } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { apiError, type ErrorCode } from "../shared/errors.js";
 import { newRequestId } from "../shared/ids.js";
@@ -18,12 +19,28 @@ export interface RequestOutcome {
   errorCode: ErrorCode | undefined;
 }
 
+/**
+ * A plain HTTP endpoint on an RPC port, outside API-key admission (it
+ * authenticates its caller itself, for example by a signature), logged in
+ * the request log with protocol "http".
+ */
+export interface HttpRoute {
+  /** HTTP method, upper case. */
+  readonly method: string;
+  /** Exact path, without query string. */
+  readonly path: string;
+  /** Answers the request; a throw becomes a 500 internal error. */
+  handler(req: NodeRequest, res: NodeResponse, state: RequestState): Promise<void>;
+}
+
 /** Options of createRpcServer. */
 export interface RpcServerOptions {
   /** Services answered on this port over every protocol. */
   services: readonly ServiceRegistration[];
   /** Services answered without admission and not logged (health checks). */
   openServices?: readonly ServiceRegistration[];
+  /** Plain HTTP endpoints, outside admission. */
+  httpRoutes?: readonly HttpRoute[];
   /** Interceptors run for every RPC, REST included. */
   interceptors: readonly Interceptor[];
   /**
@@ -172,12 +189,12 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
   const connectHandler = connectNodeAdapter({
     ...connectOptions,
     routes: (router) => {
-      for (const { service, impl } of options.services) router.service(service, impl);
+      for (const { service, impl } of options.services) router.service(service, impl as ServiceImpl<DescService>);
     },
   });
   const openHandler = connectNodeAdapter({
     routes: (router) => {
-      for (const { service, impl } of options.openServices ?? []) router.service(service, impl);
+      for (const { service, impl } of options.openServices ?? []) router.service(service, impl as ServiceImpl<DescService>);
     },
   });
   const connectPaths = new Set<string>();
@@ -185,6 +202,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
   const openPaths = new Set<string>();
   for (const { service } of options.openServices ?? []) for (const m of service.methods) openPaths.add(`/${service.typeName}/${m.name}`);
   const gateway = createRestGateway({ services: options.services, interceptors: options.interceptors });
+  const httpRoutes = new Map((options.httpRoutes ?? []).map((r) => [`${r.method} ${r.path}`, r]));
 
   let inFlight = 0;
   let drained: (() => void) | undefined;
@@ -202,12 +220,13 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
 
     inFlight++;
     const isRpc = connectPaths.has(path);
+    const httpRoute = httpRoutes.get(`${req.method} ${path}`);
     const grpcStatus: { value?: string } = {};
     const state: RequestState = {
       requestId: newRequestId(),
       receivedAt: new Date(),
       startedAt: process.hrtime.bigint(),
-      protocol: isRpc ? protocolOf(req.headers["content-type"]) : "rest",
+      protocol: isRpc ? protocolOf(req.headers["content-type"]) : httpRoute ? "http" : "rest",
       httpMethod: req.method ?? "GET",
       path,
       clientAddress: clientAddressOf(req, options.trustForwardedFor),
@@ -238,6 +257,11 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
     res.once("close", finish);
 
     try {
+      if (httpRoute) {
+        state.operation = `${httpRoute.method} ${httpRoute.path}`;
+        await httpRoute.handler(req, res, state);
+        return;
+      }
       if (options.admit) await options.admit(state, req);
       if (isRpc) {
         connectHandler(req, res);

@@ -1,0 +1,50 @@
+import { Command } from "commander";
+import { WorkspaceService, WorkspaceSchema } from "../../../gen/messaging/console/v1/workspaces_pb.js";
+import { wholeNumber, type CliContext } from "../context.js";
+
+/** `msgsvc workspaces …`: create, get, list, suspend, resume. */
+export function workspaceCommands(ctx: CliContext): Command {
+  const columns = ["id", "name", "status", "credit_balance", "created_at"];
+  const workspaces = new Command("workspaces").description("manage workspaces");
+  workspaces
+    .command("create")
+    .description("create a workspace")
+    .requiredOption("--name <name>", "name of the workspace")
+    .option("--credits <n>", "opening credit balance", "0")
+    .option("--json", "print JSON")
+    .action(async (o: { name: string; credits: string; json?: boolean }) => {
+      const credits = BigInt(wholeNumber("--credits", o.credits));
+      const { workspace } = await ctx.client(WorkspaceService).createWorkspace({ name: o.name, credits });
+      ctx.print(WorkspaceSchema, workspace!, columns, !!o.json);
+    });
+  workspaces
+    .command("get <id>")
+    .description("show a workspace")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      const { workspace } = await ctx.client(WorkspaceService).getWorkspace({ id });
+      ctx.print(WorkspaceSchema, workspace!, columns, !!o.json);
+    });
+  workspaces
+    .command("list")
+    .description("list workspaces, newest first")
+    .option("--page-size <n>", "items per page (at most 100)", "100")
+    .option("--page-token <token>", "token of the page to show", "")
+    .option("--json", "print JSON")
+    .action(async (o: { pageSize: string; pageToken: string; json?: boolean }) => {
+      const res = await ctx.client(WorkspaceService).listWorkspaces({ pageSize: Number(o.pageSize), pageToken: o.pageToken });
+      ctx.print(WorkspaceSchema, res.data, columns, !!o.json);
+      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+    });
+  for (const [name, verb] of [["suspend", "suspendWorkspace"], ["resume", "resumeWorkspace"]] as const) {
+    workspaces
+      .command(`${name} <id>`)
+      .description(`${name} a workspace`)
+      .option("--json", "print JSON")
+      .action(async (id: string, o: { json?: boolean }) => {
+        const { workspace } = await ctx.client(WorkspaceService)[verb]({ id });
+        ctx.print(WorkspaceSchema, workspace!, columns, !!o.json);
+      });
+  }
+  return workspaces;
+}

@@ -1,0 +1,106 @@
+import type { Collection, Db } from "mongodb";
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Clock } from "../shared/clock.js";
+import { newId } from "../shared/ids.js";
+import type { Logger } from "../shared/logger.js";
+
+/**
+ * A webhook event as stored in the `events` collection (spec §Webhook event
+ * envelope, §Events). The envelope is serialized once, at publication:
+ * every delivery attempt sends exactly `body`, so the bytes and the id are
+ * the same across retries.
+ */
+export interface StoredEvent {
+  /** Event id (UUID): the envelope's `id` and the Service-Delivery header. */
+  _id: string;
+  workspace_id: string;
+  /** Event type, for example "message.delivered". */
+  type: string;
+  /** Creation time of the event (the envelope's `created_at`). */
+  created_at: Date;
+  /** The envelope's `data`, in REST JSON (see src/gateway/rest-json.ts). */
+  data: JsonObject;
+  /** The envelope as sent: `{"id","type","created_at","data"}`, JSON text. */
+  body: string;
+  /**
+   * When the event was turned into deliveries (null until then). A sweep
+   * finds events still null after a crash and fans them out (outbox).
+   */
+  fanned_out_at: Date | null;
+}
+
+/** What a capability gives to publish an event. */
+export interface NewEvent {
+  workspaceId: string;
+  /** One of the spec's event types (see EVENT_TYPES). */
+  type: EventType;
+  /** The event's data in REST JSON, for example toRestJson(MessageEventDataSchema, data). */
+  data: JsonObject;
+}
+
+/** The event types of the spec's table (§Events). */
+export const EVENT_TYPES = [
+  "message.sent",
+  "message.delivered",
+  "message.read",
+  "message.failed",
+  "message.received",
+  "flow.completed",
+] as const;
+
+/** One event type. */
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** Called after an event is stored, in the publishing process (for example to fan it out to webhooks at once). */
+export type EventListener = (event: StoredEvent) => Promise<void>;
+
+/** Publication of webhook events: stored first, then handed to the listeners. */
+export interface EventBus {
+  readonly collection: Collection<StoredEvent>;
+  /**
+   * Stores the event (the durable record: nothing accepted is lost), then
+   * calls every listener. A listener's failure is logged, not thrown: the
+   * event is stored and the fan-out sweep retries it.
+   */
+  publish(event: NewEvent): Promise<StoredEvent>;
+  /** Adds a listener for events published by this process. */
+  onPublished(listener: EventListener): void;
+  ensureIndexes(): Promise<void>;
+}
+
+/** Creates the event bus over `db`. */
+export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
+  const collection = db.collection<StoredEvent>("events");
+  const listeners: EventListener[] = [];
+  return {
+    collection,
+    async publish({ workspaceId, type, data }) {
+      const id = newId();
+      const createdAt = clock.now();
+      const body = JSON.stringify({ id, type, created_at: createdAt.toISOString(), data });
+      const event: StoredEvent = {
+        _id: id,
+        workspace_id: workspaceId,
+        type,
+        created_at: createdAt,
+        data,
+        body,
+        fanned_out_at: null,
+      };
+      await collection.insertOne(event);
+      for (const listener of listeners) {
+        await listener(event).catch((err: unknown) =>
+          logger.error({ err, eventId: id, type }, "event listener failed; the fan-out sweep will retry"),
+        );
+      }
+      return event;
+    },
+    onPublished(listener) {
+      listeners.push(listener);
+    },
+    async ensureIndexes() {
+      await collection.createIndex({ workspace_id: 1, created_at: -1 });
+      await collection.createIndex({ fanned_out_at: 1, created_at: 1 });
+    },
+  };
+}
