@@ -8,6 +8,7 @@ import { validateAllowList } from "../auth/ip-allow-list.js";
 import { isScope, SCOPES } from "../auth/scopes.js";
 import type { Clock } from "../shared/clock.js";
 import { notFound } from "../shared/errors.js";
+import { requireWorkspaceAccess } from "./console-access.js";
 import { charLength, isUuid, Violations } from "../shared/validation.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
 import { requireWorkspace } from "./workspace-service.js";
@@ -55,7 +56,7 @@ export function createApiKeyService(deps: {
 }): Partial<ServiceImpl<typeof ApiKeyService>> {
   const { keys, workspaces, clock } = deps;
   return {
-    async createApiKey(req) {
+    async createApiKey(req, context) {
       const now = clock.now();
       const name = req.name.trim();
       const violations = new Violations()
@@ -74,6 +75,7 @@ export function createApiKeyService(deps: {
       violations.addAll(validateAllowList(req.ipAllowList));
       violations.check();
       await requireWorkspace(workspaces, req.workspaceId);
+      requireWorkspaceAccess(context, req.workspaceId, "write");
       const { record, secret } = await keys.create({
         workspaceId: req.workspaceId,
         name,
@@ -84,8 +86,9 @@ export function createApiKeyService(deps: {
       });
       return { apiKey: apiKeyToProto(record, now), secret };
     },
-    async listApiKeys(req) {
+    async listApiKeys(req, context) {
       await requireWorkspace(workspaces, req.workspaceId);
+      requireWorkspaceAccess(context, req.workspaceId, "read");
       const page = await keys.list(req.workspaceId, req);
       const now = clock.now();
       return {
@@ -95,8 +98,11 @@ export function createApiKeyService(deps: {
         nextPageToken: page.nextPageToken,
       };
     },
-    async revokeApiKey(req) {
-      const record = isUuid(req.id) ? await keys.revoke(req.id) : null;
+    async revokeApiKey(req, context) {
+      const existing = isUuid(req.id) ? await keys.get(req.id) : null;
+      if (!existing) throw notFound("api_key", req.id);
+      requireWorkspaceAccess(context, existing.workspace_id, "write");
+      const record = await keys.revoke(req.id);
       if (!record) throw notFound("api_key", req.id);
       deps.admission?.forget(record.secret_hash);
       return { apiKey: apiKeyToProto(record, clock.now()) };

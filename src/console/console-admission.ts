@@ -4,8 +4,9 @@ import type { RequestState } from "../gateway/request-state.js";
 import type { NodeRequest } from "../gateway/rest-gateway.js";
 
 /**
- * Admission of the console port: `Authorization: Bearer <CONSOLE_TOKEN>`.
- * Anything else is refused with `unauthenticated`. The comparison is in
+ * Admission of the console port: `Authorization: Bearer <CONSOLE_TOKEN>`
+ * makes the caller the operator. Anything else is refused with
+ * `unauthenticated`. The comparison is in
  * constant time (on SHA-256 digests, so lengths never leak).
  */
 export function createConsoleAdmission(consoleToken: string) {
@@ -19,6 +20,8 @@ export function createConsoleAdmission(consoleToken: string) {
         "unauthenticated",
         match ? "The console token is wrong" : "Missing console token; send 'Authorization: Bearer <CONSOLE_TOKEN>'",
       );
+      return;
     }
+    state.consoleActor = { kind: "operator" };
   };
 }

@@ -1,4 +1,4 @@
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
@@ -7,6 +7,7 @@ import {
   type WorkspaceService,
 } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { notFound } from "../shared/errors.js";
+import { requireOperator, requireWorkspaceAccess } from "./console-access.js";
 import { charLength, isUuid, Violations } from "../shared/validation.js";
 import type { WorkspaceRecord, WorkspaceStore } from "../workspaces/workspace-store.js";
 
@@ -37,7 +38,8 @@ export async function requireWorkspace(workspaces: WorkspaceStore, id: string): 
  * staleness bound (5 s).
  */
 export function createWorkspaceService(workspaces: WorkspaceStore): Partial<ServiceImpl<typeof WorkspaceService>> {
-  async function setStatus(id: string, status: WorkspaceRecord["status"]) {
+  async function setStatus(id: string, status: WorkspaceRecord["status"], context: HandlerContext) {
+    requireOperator(context);
     await requireWorkspace(workspaces, id);
     const updated = await workspaces.setStatus(id, status);
     if (!updated) throw notFound("workspace", id);
@@ -45,7 +47,8 @@ export function createWorkspaceService(workspaces: WorkspaceStore): Partial<Serv
   }
 
   return {
-    async createWorkspace(req) {
+    async createWorkspace(req, context) {
+      requireOperator(context);
       const name = req.name.trim();
       new Violations()
         .addIf(name === "" || charLength(name) > 200, "name", "must be 1 to 200 characters")
@@ -55,14 +58,17 @@ export function createWorkspaceService(workspaces: WorkspaceStore): Partial<Serv
       const record = await workspaces.create({ name, credits: Number(req.credits) });
       return { workspace: workspaceToProto(record) };
     },
-    async getWorkspace(req) {
-      return { workspace: workspaceToProto(await requireWorkspace(workspaces, req.id)) };
+    async getWorkspace(req, context) {
+      const record = await requireWorkspace(workspaces, req.id);
+      requireWorkspaceAccess(context, record._id, "read");
+      return { workspace: workspaceToProto(record) };
     },
-    async listWorkspaces(req) {
+    async listWorkspaces(req, context) {
+      requireOperator(context);
       const page = await workspaces.list(req);
       return { object: "list", data: page.items.map(workspaceToProto), total: page.total, nextPageToken: page.nextPageToken };
     },
-    suspendWorkspace: (req) => setStatus(req.id, "suspended"),
-    resumeWorkspace: (req) => setStatus(req.id, "active"),
+    suspendWorkspace: (req, context) => setStatus(req.id, "suspended", context),
+    resumeWorkspace: (req, context) => setStatus(req.id, "active", context),
   };
 }

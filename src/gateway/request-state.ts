@@ -1,5 +1,6 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { DescribedError, ErrorCode } from "../shared/errors.js";
+import type { ConsoleActor } from "../console/console-access.js";
 
 /** Wire protocol of a request, as recorded in the request log. */
 export type Protocol = "rest" | "connect" | "grpc" | "grpc-web" | "http";
@@ -46,6 +47,8 @@ export interface RequestState {
   workspaceId?: string;
   /** Key presented, even when refused (for the request log). */
   apiKeyId?: string;
+  /** The console caller, on the console port once admitted. */
+  consoleActor?: ConsoleActor;
   /** Why admission refused the request; answered instead of calling the handler. */
   refusal?: DescribedError;
   /** Code of the error answered, if any. */

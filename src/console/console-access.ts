@@ -1,0 +1,51 @@
+import type { HandlerContext } from "@connectrpc/connect";
+import { apiError } from "../shared/errors.js";
+import { requestState } from "../gateway/request-state.js";
+
+/** What a console operation does to a workspace's things. */
+export type ConsoleAccess = "read" | "write";
+
+/**
+ * Who called the console: the operator (CONSOLE_TOKEN, for the CLI and
+ * automation, may do everything) or a console user with a role per
+ * workspace.
+ */
+export type ConsoleActor =
+  | { kind: "operator" }
+  | { kind: "user"; userId: string; email: string; roles: ReadonlyMap<string, "admin" | "viewer"> };
+
+/**
+ * Checks that the console caller may `access` the things of `workspaceId`;
+ * every console handler calls it once it knows the workspace concerned.
+ * The operator may do everything; a viewer may read; an admin may read and
+ * write; anyone else is refused with permission_denied (naming the role
+ * needed).
+ *
+ * @throws ConnectError permission_denied
+ */
+export function requireWorkspaceAccess(context: Pick<HandlerContext, "values">, workspaceId: string, access: ConsoleAccess): void {
+  const actor = requestState(context).consoleActor;
+  if (!actor) throw apiError("permission_denied", "No console caller on this request");
+  if (actor.kind === "operator") return;
+  const role = actor.roles.get(workspaceId);
+  if (role === "admin" || (role === "viewer" && access === "read")) return;
+  throw apiError(
+    "permission_denied",
+    access === "write"
+      ? `This change needs the admin role in workspace ${workspaceId}`
+      : `Reading this needs a role in workspace ${workspaceId}`,
+    { workspace_id: workspaceId, required_role: access === "write" ? "admin" : "viewer", role: role ?? "none" },
+  );
+}
+
+/**
+ * Checks that the console caller is the operator (workspace creation and
+ * other operations that span workspaces).
+ *
+ * @throws ConnectError permission_denied
+ */
+export function requireOperator(context: Pick<HandlerContext, "values">): void {
+  if (requestState(context).consoleActor?.kind !== "operator") {
+    throw apiError("permission_denied", "Only the operator (console token) may do this");
+  }
+}
