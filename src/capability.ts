@@ -8,6 +8,9 @@ import type { ServiceRegistration } from "./gateway/services.js";
 import type { JobSpec, Scheduler } from "./jobs/scheduler.js";
 import type { Clock } from "./shared/clock.js";
 import type { Logger } from "./shared/logger.js";
+import type { ConsoleUserStore } from "./console/users/user-store.js";
+import type { RateLimiter } from "./ratelimit/rate-limiter.js";
+import type { RequestLog } from "./requestlog/request-log.js";
 import type { WorkspaceStore } from "./workspaces/workspace-store.js";
 
 /**
@@ -25,6 +28,9 @@ export interface Platform {
   readonly workspaces: WorkspaceStore;
   readonly keys: ApiKeyStore;
   readonly admission: Admission;
+  readonly rateLimiter: RateLimiter;
+  readonly requestLog: RequestLog;
+  readonly consoleUsers: ConsoleUserStore;
 }
 
 /**

@@ -32,6 +32,9 @@ const schema = z.object({
   CONSOLE_PORT: port(8081),
   CONSOLE_HOST: z.string().min(1).default("127.0.0.1"),
   CONSOLE_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  CONSOLE_ADMIN_EMAIL: z.string().regex(/^[^\s@]+@[^\s@]+$/, "must be an email address").optional(),
+  CONSOLE_ADMIN_PASSWORD: z.string().min(12, "must be at least 12 characters").optional(),
+  CONSOLE_SESSION_TTL_HOURS: integer(12, 1, 720, "hours"),
   MONGODB_URI: z
     .string()
     .regex(/^mongodb(\+srv)?:\/\//, 'must start with "mongodb://" or "mongodb+srv://"')
@@ -67,6 +70,12 @@ export interface Config {
   consoleHost: string;
   /** Bearer token of the console API; undefined lets the entry point make one. */
   consoleToken: string | undefined;
+  /** Email of the bootstrap console admin (an operator user); undefined for none. */
+  consoleAdminEmail: string | undefined;
+  /** Password of the bootstrap console admin (set or reset at every start). */
+  consoleAdminPassword: string | undefined;
+  /** Lifetime of a console session, in hours. */
+  consoleSessionTtlHours: number;
   /** MongoDB connection string; undefined starts the embedded FerretDB. */
   mongodbUri: string | undefined;
   /** Database name. */
@@ -121,12 +130,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     );
   }
   const v = parsed.data;
+  if ((v.CONSOLE_ADMIN_EMAIL === undefined) !== (v.CONSOLE_ADMIN_PASSWORD === undefined)) {
+    throw new ConfigError(["CONSOLE_ADMIN_EMAIL and CONSOLE_ADMIN_PASSWORD: set both or neither"]);
+  }
   return {
     port: v.PORT,
     host: v.HOST,
     consolePort: v.CONSOLE_PORT,
     consoleHost: v.CONSOLE_HOST,
     consoleToken: v.CONSOLE_TOKEN,
+    consoleAdminEmail: v.CONSOLE_ADMIN_EMAIL?.toLowerCase(),
+    consoleAdminPassword: v.CONSOLE_ADMIN_PASSWORD,
+    consoleSessionTtlHours: v.CONSOLE_SESSION_TTL_HOURS,
     mongodbUri: v.MONGODB_URI,
     mongodbDatabase: v.MONGODB_DATABASE,
     role: v.ROLE,

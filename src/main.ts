@@ -35,7 +35,14 @@ async function createDemoKey(service: RunningService): Promise<{ workspaceId: st
   return { workspaceId: workspace._id, secret };
 }
 
-function banner(config: Config, service: RunningService, demo: { workspaceId: string; secret: string } | undefined, consoleToken: string, tokenGenerated: boolean): string {
+function banner(
+  config: Config,
+  service: RunningService,
+  demo: { workspaceId: string; secret: string } | undefined,
+  consoleToken: string,
+  tokenGenerated: boolean,
+  demoAdmin: { email: string; password: string } | undefined,
+): string {
   const api = `http://localhost:${service.publicPort}`;
   const consoleUrl = `http://localhost:${service.consolePort}`;
   const lines = [
@@ -51,6 +58,9 @@ function banner(config: Config, service: RunningService, demo: { workspaceId: st
     lines.push("For the msgsvc CLI:");
   }
   lines.push(`  export CONSOLE_URL=${consoleUrl} CONSOLE_TOKEN=${consoleToken}`, "  npx msgsvc workspaces list", "");
+  if (demoAdmin) {
+    lines.push(`Console sign-in (bootstrap admin; a new password each start): ${demoAdmin.email} / ${demoAdmin.password}`, "");
+  }
   if (demo) {
     lines.push(
       `Demo workspace ${demo.workspaceId}, API key (shown once; a new one each start):`,
@@ -91,7 +101,22 @@ async function main(): Promise<void> {
   }
   const tokenGenerated = !config.consoleToken;
   const consoleToken = config.consoleToken ?? randomBytes(24).toString("base64url");
-  const service = await startService({ config: { ...config, mongodbUri, consoleToken }, logger });
+  // On the embedded default without a configured admin, sign-in for the web console uses a
+  // bootstrap admin whose password is made up (and printed) at each start.
+  const demoAdmin =
+    embedded && !config.consoleAdminEmail
+      ? { email: "admin@localhost", password: randomBytes(12).toString("base64url") }
+      : undefined;
+  const service = await startService({
+    config: {
+      ...config,
+      mongodbUri,
+      consoleToken,
+      consoleAdminEmail: config.consoleAdminEmail ?? demoAdmin?.email,
+      consoleAdminPassword: config.consoleAdminPassword ?? demoAdmin?.password,
+    },
+    logger,
+  });
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -112,7 +137,7 @@ async function main(): Promise<void> {
 
   if (config.role !== "worker") {
     const demo = embedded ? await createDemoKey(service) : undefined;
-    process.stdout.write(banner(config, service, demo, consoleToken, tokenGenerated));
+    process.stdout.write(banner(config, service, demo, consoleToken, tokenGenerated, demoAdmin));
   }
 }
 

@@ -11,7 +11,10 @@ import { createAdmission } from "./auth/admission.js";
 import { createApiKeyStore, type ApiKeyStore } from "./auth/api-key-store.js";
 import type { Capability, Platform } from "./capability.js";
 import type { Config } from "./config.js";
-import { createConsoleAdmission } from "./console/console-admission.js";
+import { createAuditLog, type AuditLog } from "./console/audit/audit-log.js";
+import { consoleRefusalInterceptor, createConsoleAdmission } from "./console/console-admission.js";
+import { createConsoleCapability } from "./console/console-capability.js";
+import { createConsoleUserStore } from "./console/users/user-store.js";
 import { createTenancyCapability } from "./console/tenancy-capability.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gateway/interceptors.js";
@@ -65,8 +68,8 @@ const PUBLIC_SERVICES = [AccountService, SenderService, TemplateService, Message
  * The capabilities of the service, in the order they start. Each plugs its
  * handlers, HTTP routes, jobs and indexes in through the Capability shape.
  */
-function createCapabilities(platform: Platform): Capability[] {
-  return [createAccountCapability(), createTenancyCapability(platform)];
+function createCapabilities(platform: Platform, auditLog: AuditLog): Capability[] {
+  return [createAccountCapability(), createTenancyCapability(platform), createConsoleCapability(platform, auditLog)];
 }
 
 /**
@@ -118,8 +121,24 @@ export async function startService(options: StartOptions): Promise<RunningServic
     return lastPing.ok;
   };
 
-  const platform: Platform = { config, client, db, clock, logger, scheduler, events, workspaces, keys, admission };
-  const capabilities = createCapabilities(platform);
+  const consoleUsers = createConsoleUserStore(db, clock);
+  const auditLog = createAuditLog(db, logger);
+  const platform: Platform = {
+    config,
+    client,
+    db,
+    clock,
+    logger,
+    scheduler,
+    events,
+    workspaces,
+    keys,
+    admission,
+    rateLimiter,
+    requestLog,
+    consoleUsers,
+  };
+  const capabilities = createCapabilities(platform, auditLog);
   for (const capability of capabilities) {
     await capability.ensureIndexes?.();
     for (const job of capability.jobs ?? []) scheduler.define(job);
@@ -162,8 +181,8 @@ export async function startService(options: StartOptions): Promise<RunningServic
     });
     consoleServer = createRpcServer({
       services: consoleServices,
-      interceptors: [outcomeInterceptor(logger), refusalInterceptor],
-      admit: createConsoleAdmission(config.consoleToken),
+      interceptors: [outcomeInterceptor(logger), auditLog.interceptor, consoleRefusalInterceptor],
+      admit: createConsoleAdmission(config.consoleToken, consoleUsers),
       onFinished: (state, outcome) =>
         logger.info(
           { requestId: state.requestId, operation: state.operation, status: outcome.httpStatus, errorCode: outcome.errorCode },

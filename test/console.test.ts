@@ -23,10 +23,10 @@ describe("console authentication", () => {
     expect(missing.status).toBe(401);
     expect(missing.json.error).toMatchObject({
       code: "unauthenticated",
-      message: "Missing console token; send 'Authorization: Bearer <CONSOLE_TOKEN>'",
+      message: "Missing console credentials; send 'Authorization: Bearer <CONSOLE_TOKEN or session token>'",
     });
     const wrong = await rest(t.consoleUrl, "GET", "/console/v1/workspaces", { key: "not-the-token" });
-    expect(wrong.json.error.message).toBe("The console token is wrong");
+    expect(wrong.json.error.message).toBe("The console token or session is not valid; sessions end after CONSOLE_SESSION_TTL_HOURS");
     // An API key is not a console credential.
     const ws = await t.createWorkspace();
     const key = await t.createKey(ws);
@@ -197,7 +197,9 @@ describe("msgsvc CLI", () => {
     );
     const unauthorized = await msgsvc(["workspaces", "list"], "wrong-token-0000000000");
     expect(unauthorized.code).toBe(1);
-    expect(unauthorized.stderr).toBe("error: unauthenticated: The console token is wrong\n");
+    expect(unauthorized.stderr).toBe(
+      "error: unauthenticated: The console token or session is not valid; sessions end after CONSOLE_SESSION_TTL_HOURS\n",
+    );
     const usage = await msgsvc(["keys", "create", "--name", "no workspace"]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain("--workspace");

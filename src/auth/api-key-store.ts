@@ -46,6 +46,8 @@ export interface ApiKeyStore {
   get(id: string): Promise<ApiKeyRecord | null>;
   /** A workspace's keys, newest first. */
   list(workspaceId: string, page: PageRequest): Promise<Page<ApiKeyRecord>>;
+  /** Changes the given fields of a key; returns it after the change, or null if unknown. */
+  update(id: string, changes: Partial<Pick<ApiKeyRecord, "name" | "ip_allow_list" | "rate_limit_per_min">>): Promise<ApiKeyRecord | null>;
   /** Revokes a key (keeping the first revocation time); null if unknown. */
   revoke(id: string): Promise<ApiKeyRecord | null>;
   /** Records that keys were used at the given times (never moves a time back). */
@@ -80,6 +82,7 @@ export function createApiKeyStore(db: Db, clock: Clock): ApiKeyStore {
     findBySecretHash: (secretHash) => collection.findOne({ secret_hash: secretHash }),
     get: (id) => collection.findOne({ _id: id }),
     list: (workspaceId, page) => listPage(collection, { workspace_id: workspaceId }, page),
+    update: (id, changes) => collection.findOneAndUpdate({ _id: id }, { $set: changes }, { returnDocument: "after" }),
     async revoke(id) {
       await collection.updateOne({ _id: id, revoked_at: null }, { $set: { revoked_at: clock.now() } });
       return collection.findOne({ _id: id });

@@ -1,7 +1,10 @@
 import { Command } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describeError } from "../shared/errors.js";
+import { auditCommands } from "./commands/audit.js";
 import { keyCommands } from "./commands/keys.js";
+import { requestCommands } from "./commands/requests.js";
+import { userCommands } from "./commands/users.js";
 import { workspaceCommands } from "./commands/workspaces.js";
 import { createCliContext, UsageError, type CliContext } from "./context.js";
 
@@ -14,7 +17,7 @@ import { createCliContext, UsageError, type CliContext } from "./context.js";
  */
 
 /** The command groups, one module each under commands/. */
-const groups: ((ctx: CliContext) => Command)[] = [workspaceCommands, keyCommands];
+const groups: ((ctx: CliContext) => Command)[] = [workspaceCommands, keyCommands, userCommands, requestCommands, auditCommands];
 
 /**
  * Runs the CLI with `argv` (without node and script); resolves to the exit

@@ -41,12 +41,30 @@ export function apiKeyToProto(record: ApiKeyRecord, now: Date): MessageInitShape
   };
 }
 
+/** Fields UpdateApiKey may change (its update_mask paths). */
+const UPDATABLE = ["name", "ip_allow_list", "rate_limit_per_min"] as const;
+
+function checkName(violations: Violations, name: string): void {
+  violations.addIf(name === "" || charLength(name) > 200, "name", "must be 1 to 200 characters");
+}
+
+function checkRateLimit(violations: Violations, value: number, zeroMeansDefault: boolean): void {
+  const min = zeroMeansDefault ? 0 : 1;
+  violations.addIf(
+    value < min || value > MAX_RATE_LIMIT_PER_MIN,
+    "rate_limit_per_min",
+    `must be from 1 to ${MAX_RATE_LIMIT_PER_MIN} requests per minute${zeroMeansDefault ? ` (0 means the default of ${DEFAULT_RATE_LIMIT_PER_MIN})` : ""}`,
+  );
+}
+
 /**
  * Handlers of messaging.console.v1.ApiKeyService (spec §Authentication):
  * create with name (1 to 200 characters), scopes of the spec's table,
  * optional future expiry, IP allow-list (addresses or CIDR ranges, IPv4 or
  * IPv6, at most 100) and rate budget (default 30, at most 100 per minute:
- * more is refused, not cut down); list; revoke (idempotent).
+ * more is refused, not cut down); list; update name, allow-list and budget
+ * (AIP-134 update mask); revoke (idempotent). Changes reach every server
+ * process within the key cache's staleness bound (5 s), this one at once.
  */
 export function createApiKeyService(deps: {
   keys: ApiKeyStore;
@@ -59,13 +77,9 @@ export function createApiKeyService(deps: {
     async createApiKey(req, context) {
       const now = clock.now();
       const name = req.name.trim();
-      const violations = new Violations()
-        .addIf(name === "" || charLength(name) > 200, "name", "must be 1 to 200 characters")
-        .addIf(
-          req.rateLimitPerMin < 0 || req.rateLimitPerMin > MAX_RATE_LIMIT_PER_MIN,
-          "rate_limit_per_min",
-          `must be from 1 to ${MAX_RATE_LIMIT_PER_MIN} requests per minute (0 means the default of ${DEFAULT_RATE_LIMIT_PER_MIN})`,
-        );
+      const violations = new Violations();
+      checkName(violations, name);
+      checkRateLimit(violations, req.rateLimitPerMin, true);
       req.scopes.forEach((scope, i) => {
         violations.addIf(!isScope(scope), `scopes[${i}]`, `must be one of ${SCOPES.join(", ")} (got ${JSON.stringify(scope)})`);
       });
@@ -97,6 +111,31 @@ export function createApiKeyService(deps: {
         total: page.total,
         nextPageToken: page.nextPageToken,
       };
+    },
+    async updateApiKey(req, context) {
+      const input = req.apiKey;
+      const id = input?.id ?? "";
+      const existing = isUuid(id) ? await keys.get(id) : null;
+      if (!existing || !input) throw notFound("api_key", id);
+      requireWorkspaceAccess(context, existing.workspace_id, "write");
+      const implied = UPDATABLE.filter((f) =>
+        f === "name" ? input.name !== "" : f === "ip_allow_list" ? input.ipAllowList.length > 0 : input.rateLimitPerMin !== 0,
+      );
+      const paths = req.updateMask?.paths.length ? req.updateMask.paths : implied;
+      const violations = new Violations();
+      paths.forEach((path, i) => {
+        violations.addIf(!(UPDATABLE as readonly string[]).includes(path), `update_mask[${i}]`, `must be one of ${UPDATABLE.join(", ")} (got ${JSON.stringify(path)})`);
+      });
+      violations.addIf(paths.length === 0, "update_mask", `names no field to change (${UPDATABLE.join(", ")})`);
+      const changes: Parameters<ApiKeyStore["update"]>[1] = {};
+      if (paths.includes("name")) checkName(violations, (changes.name = input.name.trim()));
+      if (paths.includes("rate_limit_per_min")) checkRateLimit(violations, (changes.rate_limit_per_min = input.rateLimitPerMin), false);
+      if (paths.includes("ip_allow_list")) violations.addAll(validateAllowList((changes.ip_allow_list = input.ipAllowList)));
+      violations.check();
+      const record = await keys.update(id, changes);
+      if (!record) throw notFound("api_key", id);
+      deps.admission?.forget(record.secret_hash);
+      return { apiKey: apiKeyToProto(record, clock.now()) };
     },
     async revokeApiKey(req, context) {
       const existing = isUuid(req.id) ? await keys.get(req.id) : null;

@@ -7,16 +7,23 @@ export type ConsoleAccess = "read" | "write";
 
 /**
  * Who called the console: the operator (CONSOLE_TOKEN, for the CLI and
- * automation, may do everything) or a console user with a role per
- * workspace.
+ * automation, may do everything) or a signed-in console user with a role
+ * per workspace; a user marked `operator` (the bootstrap admin) may do all
+ * the operator may.
  */
 export type ConsoleActor =
   | { kind: "operator" }
-  | { kind: "user"; userId: string; email: string; roles: ReadonlyMap<string, "admin" | "viewer"> };
+  | { kind: "user"; userId: string; email: string; operator: boolean; roles: ReadonlyMap<string, "admin" | "viewer"> };
+
+/** True when the actor may do what the operator may. */
+export function actsAsOperator(actor: ConsoleActor | undefined): boolean {
+  return actor?.kind === "operator" || (actor?.kind === "user" && actor.operator);
+}
 
 /**
  * Checks that the console caller may `access` the things of `workspaceId`;
- * every console handler calls it once it knows the workspace concerned.
+ * every console handler calls it once it knows the workspace concerned (it
+ * also records the workspace for the audit log).
  * The operator may do everything; a viewer may read; an admin may read and
  * write; anyone else is refused with permission_denied (naming the role
  * needed).
@@ -24,9 +31,11 @@ export type ConsoleActor =
  * @throws ConnectError permission_denied
  */
 export function requireWorkspaceAccess(context: Pick<HandlerContext, "values">, workspaceId: string, access: ConsoleAccess): void {
-  const actor = requestState(context).consoleActor;
+  const state = requestState(context);
+  state.workspaceId = workspaceId; // for the audit log
+  const actor = state.consoleActor;
   if (!actor) throw apiError("permission_denied", "No console caller on this request");
-  if (actor.kind === "operator") return;
+  if (actor.kind === "operator" || actor.operator) return;
   const role = actor.roles.get(workspaceId);
   if (role === "admin" || (role === "viewer" && access === "read")) return;
   throw apiError(
@@ -45,7 +54,7 @@ export function requireWorkspaceAccess(context: Pick<HandlerContext, "values">, 
  * @throws ConnectError permission_denied
  */
 export function requireOperator(context: Pick<HandlerContext, "values">): void {
-  if (requestState(context).consoleActor?.kind !== "operator") {
-    throw apiError("permission_denied", "Only the operator (console token) may do this");
+  if (!actsAsOperator(requestState(context).consoleActor)) {
+    throw apiError("permission_denied", "Only the operator (console token or bootstrap admin) may do this");
   }
 }

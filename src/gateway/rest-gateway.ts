@@ -251,8 +251,9 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
       }
       allowed.add(candidate.httpMethod);
     }
-    if (state.refusal) return writeRestError(res, state, state.refusal);
     if (!route || !vars) {
+      // A matched route meets the refusal in the interceptors (some methods allow anonymous callers).
+      if (state.refusal) return writeRestError(res, state, state.refusal);
       const message =
         allowed.size > 0
           ? `No route for ${httpMethod} ${url.pathname}; it accepts ${[...allowed].join(", ")}`

@@ -18,6 +18,7 @@ import type { FieldViolation } from "../shared/errors.js";
  * - field names are the proto (snake_case) names;
  * - every field is written: unset messages and unset optional scalars as null;
  * - google.protobuf.Timestamp is ISO 8601 UTC with milliseconds;
+ * - google.protobuf.FieldMask is a comma-separated string of snake_case paths;
  * - enum values are lower case without their type prefix
  *   (MESSAGE_STATUS_DELIVERED is "delivered"); the zero value is null;
  * - 64-bit integers are JSON numbers (strings beyond 2^53);
@@ -30,6 +31,7 @@ const STRUCT = "google.protobuf.Struct";
 const VALUE = "google.protobuf.Value";
 const LIST_VALUE = "google.protobuf.ListValue";
 const EMPTY = "google.protobuf.Empty";
+const FIELD_MASK = "google.protobuf.FieldMask";
 
 /** JSON name of an enum value: lower case without the enum's shared prefix; null for 0. */
 export function enumValueToJson(desc: DescEnum, value: number): string | null {
@@ -89,6 +91,8 @@ function messageValueToJson(desc: DescMessage, value: unknown): JsonValue {
     case VALUE:
     case LIST_VALUE:
       return value as JsonValue;
+    case FIELD_MASK:
+      return (value as { paths: string[] }).paths.join(",");
     default:
       return toRestJson(desc, value as Message);
   }
@@ -249,6 +253,9 @@ class Reader {
       case STRUCT:
         if (json === null || typeof json !== "object" || Array.isArray(json)) return this.fail(path, "must be a JSON object");
         return json;
+      case FIELD_MASK:
+        if (typeof json !== "string") return this.fail(path, "must be a comma-separated list of field names");
+        return { paths: json.split(",").map((p) => p.trim()).filter((p) => p !== "") };
       case VALUE:
         return json;
       case LIST_VALUE:

@@ -4,7 +4,7 @@ import { ApiKeyService, ApiKeySchema } from "../../../gen/messaging/console/v1/a
 import { toRestJson } from "../../gateway/rest-json.js";
 import { splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
 
-/** `msgsvc keys …`: create (prints the secret once), list, revoke. */
+/** `msgsvc keys …`: create (prints the secret once), list, update, revoke. */
 export function keyCommands(ctx: CliContext): Command {
   const columns = ["id", "name", "status", "scopes", "rate_limit_per_min", "ip_allow_list", "expires_at", "last_used_at"];
   const keys = new Command("keys").description("manage API keys");
@@ -52,6 +52,30 @@ export function keyCommands(ctx: CliContext): Command {
       const res = await ctx.client(ApiKeyService).listApiKeys({ workspaceId: o.workspace, pageSize: Number(o.pageSize), pageToken: o.pageToken });
       ctx.print(ApiKeySchema, res.data, columns, !!o.json);
       if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+    });
+  keys
+    .command("update <id>")
+    .description("change a key's name, IP allow-list or rate budget (takes effect within 5 seconds)")
+    .option("--name <name>", "new name")
+    .option("--ip-allow <list>", "new comma-separated allow-list; \"\" for any address")
+    .option("--rate-limit <n>", "new budget, 1 to 100 requests per minute")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { name?: string; ipAllow?: string; rateLimit?: string; json?: boolean }) => {
+      const paths: string[] = [];
+      if (o.name !== undefined) paths.push("name");
+      if (o.ipAllow !== undefined) paths.push("ip_allow_list");
+      if (o.rateLimit !== undefined) paths.push("rate_limit_per_min");
+      if (paths.length === 0) throw new UsageError("give at least one of --name, --ip-allow, --rate-limit");
+      const { apiKey } = await ctx.client(ApiKeyService).updateApiKey({
+        apiKey: {
+          id,
+          name: o.name ?? "",
+          ipAllowList: o.ipAllow === undefined ? [] : splitList(o.ipAllow),
+          rateLimitPerMin: o.rateLimit === undefined ? 0 : wholeNumber("--rate-limit", o.rateLimit),
+        },
+        updateMask: { paths },
+      });
+      ctx.print(ApiKeySchema, apiKey!, columns, !!o.json);
     });
   keys
     .command("revoke <id>")

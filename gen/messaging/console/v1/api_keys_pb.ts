@@ -5,15 +5,15 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file messaging/console/v1/api_keys.proto.
  */
 export const file_messaging_console_v1_api_keys: GenFile = /*@__PURE__*/
-  fileDesc("CiNtZXNzYWdpbmcvY29uc29sZS92MS9hcGlfa2V5cy5wcm90bxIUbWVzc2FnaW5nLmNvbnNvbGUudjEimAMKBkFwaUtleRIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSFAoMd29ya3NwYWNlX2lkGAMgASgJEgwKBG5hbWUYBCABKAkSDgoGc2NvcGVzGAUgAygJEhUKDXNlY3JldF9wcmVmaXgYBiABKAkSFQoNaXBfYWxsb3dfbGlzdBgHIAMoCRIaChJyYXRlX2xpbWl0X3Blcl9taW4YCCABKAUSMgoGc3RhdHVzGAkgASgOMiIubWVzc2FnaW5nLmNvbnNvbGUudjEuQXBpS2V5U3RhdHVzEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAirAEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NvcGVzGAMgAygJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWlwX2FsbG93X2xpc3QYBSADKAkSGgoScmF0ZV9saW1pdF9wZXJfbWluGAYgASgFIlUKFENyZWF0ZUFwaUtleVJlc3BvbnNlEi0KB2FwaV9rZXkYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJIlEKEkxpc3RBcGlLZXlzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkikgEKE0xpc3RBcGlLZXlzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEioKBGRhdGEYAiADKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5BcGlLZXkSDQoFdG90YWwYAyABKAUSHAoPbmV4dF9wYWdlX3Rva2VuGAQgASgJSACIAQFCEgoQX25leHRfcGFnZV90b2tlbiIhChNSZXZva2VBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIkUKFFJldm9rZUFwaUtleVJlc3BvbnNlEi0KB2FwaV9rZXkYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5BcGlLZXkqgQEKDEFwaUtleVN0YXR1cxIeChpBUElfS0VZX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFUFQSV9LRVlfU1RBVFVTX0FDVElWRRABEhoKFkFQSV9LRVlfU1RBVFVTX1JFVk9LRUQQAhIaChZBUElfS0VZX1NUQVRVU19FWFBJUkVEEAMy7QMKDUFwaUtleVNlcnZpY2USoAEKDENyZWF0ZUFwaUtleRIpLm1lc3NhZ2luZy5jb25zb2xlLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaKi5tZXNzYWdpbmcuY29uc29sZS52MS5DcmVhdGVBcGlLZXlSZXNwb25zZSI5gtPkkwIzOgEqIi4vY29uc29sZS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2FwaV9rZXlzEpoBCgtMaXN0QXBpS2V5cxIoLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3RBcGlLZXlzUmVxdWVzdBopLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2UiNoLT5JMCMBIuL2NvbnNvbGUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9hcGlfa2V5cxKbAQoMUmV2b2tlQXBpS2V5EikubWVzc2FnaW5nLmNvbnNvbGUudjEuUmV2b2tlQXBpS2V5UmVxdWVzdBoqLm1lc3NhZ2luZy5jb25zb2xlLnYxLlJldm9rZUFwaUtleVJlc3BvbnNlIjSC0+STAi46ASpiB2FwaV9rZXkiIC9jb25zb2xlL3YxL2FwaV9rZXlzL3tpZH06cmV2b2tlYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("CiNtZXNzYWdpbmcvY29uc29sZS92MS9hcGlfa2V5cy5wcm90bxIUbWVzc2FnaW5nLmNvbnNvbGUudjEimAMKBkFwaUtleRIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSFAoMd29ya3NwYWNlX2lkGAMgASgJEgwKBG5hbWUYBCABKAkSDgoGc2NvcGVzGAUgAygJEhUKDXNlY3JldF9wcmVmaXgYBiABKAkSFQoNaXBfYWxsb3dfbGlzdBgHIAMoCRIaChJyYXRlX2xpbWl0X3Blcl9taW4YCCABKAUSMgoGc3RhdHVzGAkgASgOMiIubWVzc2FnaW5nLmNvbnNvbGUudjEuQXBpS2V5U3RhdHVzEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAirAEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NvcGVzGAMgAygJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWlwX2FsbG93X2xpc3QYBSADKAkSGgoScmF0ZV9saW1pdF9wZXJfbWluGAYgASgFIlUKFENyZWF0ZUFwaUtleVJlc3BvbnNlEi0KB2FwaV9rZXkYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJIlEKEkxpc3RBcGlLZXlzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkikgEKE0xpc3RBcGlLZXlzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEioKBGRhdGEYAiADKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5BcGlLZXkSDQoFdG90YWwYAyABKAUSHAoPbmV4dF9wYWdlX3Rva2VuGAQgASgJSACIAQFCEgoQX25leHRfcGFnZV90b2tlbiJ1ChNVcGRhdGVBcGlLZXlSZXF1ZXN0Ei0KB2FwaV9rZXkYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5BcGlLZXkSLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkUKFFVwZGF0ZUFwaUtleVJlc3BvbnNlEi0KB2FwaV9rZXkYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5BcGlLZXkiIQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSJFChRSZXZva2VBcGlLZXlSZXNwb25zZRItCgdhcGlfa2V5GAEgASgLMhwubWVzc2FnaW5nLmNvbnNvbGUudjEuQXBpS2V5KoEBCgxBcGlLZXlTdGF0dXMSHgoaQVBJX0tFWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVBUElfS0VZX1NUQVRVU19BQ1RJVkUQARIaChZBUElfS0VZX1NUQVRVU19SRVZPS0VEEAISGgoWQVBJX0tFWV9TVEFUVVNfRVhQSVJFRBADMpIFCg1BcGlLZXlTZXJ2aWNlEqABCgxDcmVhdGVBcGlLZXkSKS5tZXNzYWdpbmcuY29uc29sZS52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GioubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2UiOYLT5JMCMzoBKiIuL2NvbnNvbGUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9hcGlfa2V5cxKaAQoLTGlzdEFwaUtleXMSKC5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0QXBpS2V5c1JlcXVlc3QaKS5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlIjaC0+STAjASLi9jb25zb2xlL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vYXBpX2tleXMSogEKDFVwZGF0ZUFwaUtleRIpLm1lc3NhZ2luZy5jb25zb2xlLnYxLlVwZGF0ZUFwaUtleVJlcXVlc3QaKi5tZXNzYWdpbmcuY29uc29sZS52MS5VcGRhdGVBcGlLZXlSZXNwb25zZSI7gtPkkwI1OgdhcGlfa2V5YgdhcGlfa2V5MiEvY29uc29sZS92MS9hcGlfa2V5cy97YXBpX2tleS5pZH0SmwEKDFJldm9rZUFwaUtleRIpLm1lc3NhZ2luZy5jb25zb2xlLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaKi5tZXNzYWdpbmcuY29uc29sZS52MS5SZXZva2VBcGlLZXlSZXNwb25zZSI0gtPkkwIuOgEqYgdhcGlfa2V5IiAvY29uc29sZS92MS9hcGlfa2V5cy97aWR9OnJldm9rZWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * An API key, without its secret.
@@ -284,6 +284,56 @@ export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__P
   messageDesc(file_messaging_console_v1_api_keys, 4);
 
 /**
+ * Request of UpdateApiKey.
+ *
+ * @generated from message messaging.console.v1.UpdateApiKeyRequest
+ */
+export type UpdateApiKeyRequest = Message<"messaging.console.v1.UpdateApiKeyRequest"> & {
+  /**
+   * The key's id and the new values; other fields are ignored.
+   *
+   * @generated from field: messaging.console.v1.ApiKey api_key = 1;
+   */
+  apiKey?: ApiKey | undefined;
+
+  /**
+   * Fields to change: name, ip_allow_list, rate_limit_per_min. In REST, a
+   * comma-separated query parameter, for example ?update_mask=name,ip_allow_list.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 2;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.UpdateApiKeyRequest.
+ * Use `create(UpdateApiKeyRequestSchema)` to create a new message.
+ */
+export const UpdateApiKeyRequestSchema: GenMessage<UpdateApiKeyRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_api_keys, 5);
+
+/**
+ * Response of UpdateApiKey: over REST the key itself.
+ *
+ * @generated from message messaging.console.v1.UpdateApiKeyResponse
+ */
+export type UpdateApiKeyResponse = Message<"messaging.console.v1.UpdateApiKeyResponse"> & {
+  /**
+   * The key after the change.
+   *
+   * @generated from field: messaging.console.v1.ApiKey api_key = 1;
+   */
+  apiKey?: ApiKey | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.UpdateApiKeyResponse.
+ * Use `create(UpdateApiKeyResponseSchema)` to create a new message.
+ */
+export const UpdateApiKeyResponseSchema: GenMessage<UpdateApiKeyResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_api_keys, 6);
+
+/**
  * Request of RevokeApiKey.
  *
  * @generated from message messaging.console.v1.RevokeApiKeyRequest
@@ -302,7 +352,7 @@ export type RevokeApiKeyRequest = Message<"messaging.console.v1.RevokeApiKeyRequ
  * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
  */
 export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_api_keys, 5);
+  messageDesc(file_messaging_console_v1_api_keys, 7);
 
 /**
  * Response of RevokeApiKey: over REST the key itself.
@@ -323,7 +373,7 @@ export type RevokeApiKeyResponse = Message<"messaging.console.v1.RevokeApiKeyRes
  * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
  */
 export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_api_keys, 6);
+  messageDesc(file_messaging_console_v1_api_keys, 8);
 
 /**
  * Status of a key. In JSON: "active", "revoked", "expired".
@@ -393,6 +443,19 @@ export const ApiKeyService: GenService<{
     methodKind: "unary";
     input: typeof ListApiKeysRequestSchema;
     output: typeof ListApiKeysResponseSchema;
+  },
+  /**
+   * Changes a key's name, IP allow-list or rate budget (AIP-134): only the
+   * fields named in update_mask ("name", "ip_allow_list",
+   * "rate_limit_per_min"); without a mask, the fields given with a non-empty
+   * value. Takes effect within the key cache's staleness bound (5 seconds).
+   *
+   * @generated from rpc messaging.console.v1.ApiKeyService.UpdateApiKey
+   */
+  updateApiKey: {
+    methodKind: "unary";
+    input: typeof UpdateApiKeyRequestSchema;
+    output: typeof UpdateApiKeyResponseSchema;
   },
   /**
    * Revokes a key: later calls with it are refused with key_revoked (within

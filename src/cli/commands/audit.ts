@@ -1,0 +1,25 @@
+import { Command } from "commander";
+import { AuditEntrySchema, AuditLogService } from "../../../gen/messaging/console/v1/audit_log_pb.js";
+import { wholeNumber, type CliContext } from "../context.js";
+
+/** `msgsvc audit list`: the console's audit log, newest first. */
+export function auditCommands(ctx: CliContext): Command {
+  const audit = new Command("audit").description("read the console audit log");
+  audit
+    .command("list")
+    .description("list console changes, newest first")
+    .option("--workspace <id>", "only this workspace", "")
+    .option("--page-size <n>", "items per page (at most 100)", "50")
+    .option("--page-token <token>", "token of the page to show", "")
+    .option("--json", "print JSON")
+    .action(async (o: { workspace: string; pageSize: string; pageToken: string; json?: boolean }) => {
+      const res = await ctx.client(AuditLogService).listAuditEntries({
+        workspaceId: o.workspace,
+        pageSize: wholeNumber("--page-size", o.pageSize),
+        pageToken: o.pageToken,
+      });
+      ctx.print(AuditEntrySchema, res.data, ["at", "actor", "operation", "workspace_id", "outcome"], !!o.json);
+      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+    });
+  return audit;
+}

@@ -1,0 +1,73 @@
+import { Command } from "commander";
+import ms from "ms";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import {
+  LoggedRequestSchema,
+  RefusedRequestGroupSchema,
+  RequestLogService,
+  RequestOutcome,
+} from "../../../gen/messaging/console/v1/request_log_pb.js";
+import { toRestJson } from "../../gateway/rest-json.js";
+import { formatTable, UsageError, wholeNumber, type CliContext } from "../context.js";
+
+/** A `--since` value: a duration back from now ("1h", "30m", "7d") or an ISO 8601 time. */
+function since(option: string | undefined) {
+  if (option === undefined) return undefined;
+  const back = ms(option as ms.StringValue);
+  const at = typeof back === "number" && back > 0 ? Date.now() - back : Date.parse(option);
+  if (Number.isNaN(at)) throw new UsageError(`--since: must be a duration such as 1h or 30m, or an ISO 8601 time, got ${JSON.stringify(option)}`);
+  return timestampFromDate(new Date(at));
+}
+
+/** `msgsvc requests …`: the request log of a workspace, and refused requests grouped by error. */
+export function requestCommands(ctx: CliContext): Command {
+  const requests = new Command("requests").description("read the request log of the public API");
+  requests
+    .command("list")
+    .description("list logged requests, newest first")
+    .requiredOption("--workspace <id>", "workspace (the operator may pass - for all)")
+    .option("--key <id>", "only this API key", "")
+    .option("--operation <rpc>", "only this operation, e.g. messaging.v1.AccountService/GetMe", "")
+    .option("--outcome <ok|refused>", "only answered or only refused requests")
+    .option("--error-code <code>", "only this error code", "")
+    .option("--since <when>", "duration back from now (1h, 30m) or ISO time")
+    .option("--until <when>", "duration back from now or ISO time")
+    .option("--page-size <n>", "items per page (at most 100)", "50")
+    .option("--json", "print JSON")
+    .action(async (o: { workspace: string; key: string; operation: string; outcome?: string; errorCode: string; since?: string; until?: string; pageSize: string; json?: boolean }) => {
+      if (o.outcome !== undefined && o.outcome !== "ok" && o.outcome !== "refused") {
+        throw new UsageError(`--outcome: must be ok or refused, got ${JSON.stringify(o.outcome)}`);
+      }
+      const res = await ctx.client(RequestLogService).listRequests({
+        workspaceId: o.workspace,
+        apiKeyId: o.key,
+        operation: o.operation,
+        outcome: o.outcome === "ok" ? RequestOutcome.OK : o.outcome === "refused" ? RequestOutcome.REFUSED : RequestOutcome.UNSPECIFIED,
+        errorCode: o.errorCode,
+        since: since(o.since),
+        until: since(o.until),
+        pageSize: wholeNumber("--page-size", o.pageSize),
+      });
+      ctx.print(LoggedRequestSchema, res.data, ["at", "protocol", "http_method", "path", "http_status", "error_code", "api_key_id", "client_address"], !!o.json);
+    });
+  requests
+    .command("refused")
+    .description("refused requests grouped by error code: count, first and last seen, a sample")
+    .requiredOption("--workspace <id>", "workspace (the operator may pass - for all)")
+    .option("--since <when>", "duration back from now (1h, 30m) or ISO time; default 24h")
+    .option("--json", "print JSON")
+    .action(async (o: { workspace: string; since?: string; json?: boolean }) => {
+      const res = await ctx.client(RequestLogService).listRefusedRequestGroups({ workspaceId: o.workspace, since: since(o.since) });
+      if (o.json) return ctx.print(RefusedRequestGroupSchema, res.data, [], true);
+      const rows = res.data.map((g) => {
+        const json = toRestJson(RefusedRequestGroupSchema, g);
+        const sample = json.sample as Record<string, unknown> | null;
+        return {
+          ...json,
+          sample: sample ? `${sample.http_method} ${sample.path} ${sample.id}` : null,
+        };
+      });
+      ctx.say(rows.length === 0 ? "no refused requests" : formatTable(rows, ["error_code", "count", "first_seen", "last_seen", "sample"]), false);
+    });
+  return requests;
+}

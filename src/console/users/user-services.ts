@@ -1,0 +1,153 @@
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import {
+  ConsoleRole,
+  type ConsoleUserSchema,
+  type ConsoleUserService,
+  type SessionService,
+} from "../../../gen/messaging/console/v1/console_users_pb.js";
+import { requestState } from "../../gateway/request-state.js";
+import type { RateLimiter } from "../../ratelimit/rate-limiter.js";
+import { apiError, isDuplicateKeyError, notFound } from "../../shared/errors.js";
+import { charLength, isUuid, Violations } from "../../shared/validation.js";
+import type { WorkspaceStore } from "../../workspaces/workspace-store.js";
+import { requireOperator, requireWorkspaceAccess } from "../console-access.js";
+import { requireWorkspace } from "../workspace-service.js";
+import { hashPassword, verifyPassword } from "./passwords.js";
+import type { ConsoleUserRecord, ConsoleUserStore, Role } from "./user-store.js";
+
+/** Failed sign-ins allowed per email and minute before rate_limited. */
+const LOGIN_ATTEMPTS_PER_MIN = 10;
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+const roleToProto = (role: Role) => (role === "admin" ? ConsoleRole.ADMIN : ConsoleRole.VIEWER);
+
+/** The console form of a user: never the password hash. */
+export function consoleUserToProto(record: ConsoleUserRecord): MessageInitShape<typeof ConsoleUserSchema> {
+  return {
+    id: record._id,
+    object: "console_user",
+    email: record.email,
+    operator: record.operator,
+    roles: Object.entries(record.roles).map(([workspaceId, role]) => ({ workspaceId, role: roleToProto(role) })),
+    createdAt: timestampFromDate(record.created_at),
+  };
+}
+
+/** Options of the console user services. */
+export interface ConsoleUserServicesOptions {
+  users: ConsoleUserStore;
+  workspaces: WorkspaceStore;
+  rateLimiter: RateLimiter;
+  /** Session lifetime, in ms. */
+  sessionTtlMs: number;
+}
+
+function sessionTokenOf(context: HandlerContext): string | undefined {
+  return /^Bearer\s+(cs_\S+)$/i.exec(context.requestHeader.get("authorization") ?? "")?.[1];
+}
+
+/**
+ * Handlers of messaging.console.v1.SessionService: Login (email and password;
+ * the same unauthenticated answer for an unknown email and a wrong
+ * password; more than 10 failures per email and minute are rate_limited),
+ * Logout and GetCurrentUser.
+ */
+export function createSessionService(options: ConsoleUserServicesOptions): Partial<ServiceImpl<typeof SessionService>> {
+  const { users, rateLimiter } = options;
+  return {
+    async login(req) {
+      const email = req.email.trim().toLowerCase();
+      const user = await users.findByEmail(email);
+      const ok = user !== null && (await verifyPassword(req.password, user.password_hash));
+      if (!ok || !user) {
+        const decision = await rateLimiter.consume(`login:${email}`, LOGIN_ATTEMPTS_PER_MIN);
+        if (!decision.allowed) {
+          throw apiError("rate_limited", `Too many failed sign-ins for this email; retry after ${decision.resetSeconds} s`, {
+            retry_after_seconds: String(decision.resetSeconds),
+          });
+        }
+        throw apiError("unauthenticated", "Wrong email or password");
+      }
+      const session = await users.openSession(user._id, options.sessionTtlMs);
+      return { token: session.token, expiresAt: timestampFromDate(session.expiresAt), user: consoleUserToProto(user) };
+    },
+    async logout(_req, context) {
+      const token = sessionTokenOf(context);
+      if (token) await users.closeSession(token);
+      return {};
+    },
+    async getCurrentUser(_req, context) {
+      const actor = requestState(context).consoleActor;
+      if (actor?.kind !== "user") return { kind: "operator" };
+      const user = await users.get(actor.userId);
+      return { kind: "user", user: user ? consoleUserToProto(user) : undefined };
+    },
+  };
+}
+
+/**
+ * Handlers of messaging.console.v1.ConsoleUserService. Creating, listing
+ * and deleting users is for the operator; a workspace admin may grant and
+ * revoke roles in their own workspace (a viewer may not).
+ */
+export function createConsoleUserService(options: ConsoleUserServicesOptions): Partial<ServiceImpl<typeof ConsoleUserService>> {
+  const { users, workspaces } = options;
+
+  async function checkRoleChange(context: HandlerContext, userId: string, workspaceId: string): Promise<void> {
+    await requireWorkspace(workspaces, workspaceId);
+    requireWorkspaceAccess(context, workspaceId, "write");
+    if (!isUuid(userId) || !(await users.get(userId))) throw notFound("console_user", userId);
+  }
+
+  return {
+    async createConsoleUser(req, context) {
+      requireOperator(context);
+      const email = req.email.trim().toLowerCase();
+      const violations = new Violations()
+        .addIf(!EMAIL.test(email) || email.length > 254, "email", "must be an email address")
+        .addIf(charLength(req.password) < 12 || charLength(req.password) > 200, "password", "must be 12 to 200 characters");
+      req.roles.forEach((r, i) => violations.addIf(r.role === ConsoleRole.UNSPECIFIED, `roles[${i}].role`, "must be admin or viewer"));
+      violations.check();
+      for (const r of req.roles) await requireWorkspace(workspaces, r.workspaceId);
+      try {
+        const record = await users.create({
+          email,
+          passwordHash: await hashPassword(req.password),
+          operator: false,
+          roles: Object.fromEntries(req.roles.map((r) => [r.workspaceId, r.role === ConsoleRole.ADMIN ? "admin" : "viewer"] as const)),
+        });
+        return { user: consoleUserToProto(record) };
+      } catch (err) {
+        if (isDuplicateKeyError(err)) throw apiError("conflict", `A console user with email ${email} exists`, { field: "email" });
+        throw err;
+      }
+    },
+    async listConsoleUsers(req, context) {
+      requireOperator(context);
+      const page = await users.list(req);
+      return { object: "list", data: page.items.map(consoleUserToProto), total: page.total, nextPageToken: page.nextPageToken };
+    },
+    async grantRole(req, context) {
+      if (req.role === ConsoleRole.UNSPECIFIED) throw apiError("invalid_argument", "role: must be admin or viewer", { field: "role", rule: "must be admin or viewer" });
+      await checkRoleChange(context, req.userId, req.workspaceId);
+      const record = await users.grantRole(req.userId, req.workspaceId, req.role === ConsoleRole.ADMIN ? "admin" : "viewer");
+      if (!record) throw notFound("console_user", req.userId);
+      return { user: consoleUserToProto(record) };
+    },
+    async revokeRole(req, context) {
+      await checkRoleChange(context, req.userId, req.workspaceId);
+      const record = await users.revokeRole(req.userId, req.workspaceId);
+      if (!record) throw notFound("console_user", req.userId);
+      return { user: consoleUserToProto(record) };
+    },
+    async deleteConsoleUser(req, context) {
+      requireOperator(context);
+      const actor = requestState(context).consoleActor;
+      if (actor?.kind === "user" && actor.userId === req.id) throw apiError("invalid_argument", "id: you cannot delete yourself", { field: "id", rule: "must not be the caller" });
+      if (!isUuid(req.id) || !(await users.delete(req.id))) throw notFound("console_user", req.id);
+      return {};
+    },
+  };
+}
