@@ -48,6 +48,8 @@ export interface Capability {
   readonly consoleServices?: readonly ServiceRegistration[];
   /** Plain HTTP endpoints on the public port, outside API-key admission (for example network callbacks). */
   readonly httpRoutes?: readonly HttpRoute[];
+  /** Plain HTTP endpoints on the console port, outside console admission (the web console's files). */
+  readonly consoleHttpRoutes?: readonly HttpRoute[];
   /** Background jobs this capability defines. */
   readonly jobs?: readonly JobSpec<never>[];
   /** Jobs to run on a schedule by one worker, with their interval (for example "1 minute"). */

@@ -181,6 +181,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
     });
     consoleServer = createRpcServer({
       services: consoleServices,
+      httpRoutes: capabilities.flatMap((c) => c.consoleHttpRoutes ?? []),
       interceptors: [outcomeInterceptor(logger), auditLog.interceptor, consoleRefusalInterceptor],
       admit: createConsoleAdmission(config.consoleToken, consoleUsers),
       onFinished: (state, outcome) =>

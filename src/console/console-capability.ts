@@ -8,13 +8,14 @@ import { createRequestLogService } from "../requestlog/request-log-service.js";
 import type { AuditLog } from "./audit/audit-log.js";
 import { hashPassword } from "./users/passwords.js";
 import { createConsoleUserService, createSessionService } from "./users/user-services.js";
+import { webConsoleRoutes } from "./web/web-console.js";
 
 const PRUNE_SESSIONS_JOB = "console.prune-sessions";
 
 /**
  * The console's own parts: users and sessions (with the bootstrap admin
  * from CONSOLE_ADMIN_EMAIL / CONSOLE_ADMIN_PASSWORD, set at every start),
- * the audit log, and the request-log views.
+ * the audit log, the request-log views and the web console page.
  */
 export function createConsoleCapability(platform: Platform, auditLog: AuditLog): Capability {
   const { config, consoleUsers, workspaces, rateLimiter, requestLog, clock } = platform;
@@ -34,6 +35,7 @@ export function createConsoleCapability(platform: Platform, auditLog: AuditLog):
       registerService(AuditLogService, auditLog.service),
       registerService(RequestLogService, createRequestLogService({ requestLog, workspaces, clock })),
     ],
+    consoleHttpRoutes: webConsoleRoutes(),
     jobs: [pruneSessions as JobSpec<never>],
     schedules: [{ job: PRUNE_SESSIONS_JOB, every: "1 hour" }],
     async ensureIndexes() {

@@ -1,0 +1,294 @@
+// The web console: one page over the console REST API (/console/v1), signed in with a console
+// session (or the operator's console token). No framework: DOM built with el(), never innerHTML
+// from data.
+
+const state = { token: sessionStorage.getItem("console-token"), me: null, workspaces: [], workspaceId: null };
+const app = document.getElementById("app");
+const SCOPES = ["senders:read", "templates:read", "messages:send", "messages:read", "webhooks:read", "flow_responses:read"];
+
+/** Builds an element: el("td", { class: "x", onclick: f }, "text", child…). */
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (value === true) node.setAttribute(key, "");
+    else node.setAttribute(key, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super(body?.error?.message ?? `HTTP ${status}`);
+    this.status = status;
+    this.code = body?.error?.code;
+  }
+}
+
+/** Calls the console REST API; throws ApiError with the error body's message. */
+async function api(method, path, body) {
+  const headers = { authorization: `Bearer ${state.token}` };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = await res.json().catch(() => null);
+  if (!res.ok) {
+    if (res.status === 401 && !path.endsWith("/sessions")) signOut();
+    throw new ApiError(res.status, json);
+  }
+  return json;
+}
+
+const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
+const ws = () => `/console/v1/workspaces/${state.workspaceId}`;
+const errorLine = (err) => el("p", { class: "error", role: "alert" }, err.message);
+
+function signOut() {
+  if (state.token?.startsWith("cs_")) fetch("/console/v1/sessions:logout", { method: "POST", headers: { authorization: `Bearer ${state.token}` }, body: "{}" });
+  sessionStorage.removeItem("console-token");
+  state.token = null;
+  renderSignIn();
+}
+
+function renderSignIn(message) {
+  document.getElementById("workspace").hidden = true;
+  document.getElementById("sign-out").hidden = true;
+  document.getElementById("who").textContent = "";
+  const email = el("input", { type: "email", name: "email", required: true, autocomplete: "username" });
+  const password = el("input", { type: "password", name: "password", required: true, autocomplete: "current-password" });
+  const token = el("input", { type: "password", name: "token", autocomplete: "off" });
+  const status = el("div");
+  const form = el(
+    "form",
+    {
+      class: "grid",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        status.replaceChildren();
+        try {
+          if (token.value) {
+            state.token = token.value;
+          } else {
+            const session = await api("POST", "/console/v1/sessions", { email: email.value, password: password.value });
+            state.token = session.token;
+          }
+          sessionStorage.setItem("console-token", state.token);
+          await start();
+        } catch (err) {
+          state.token = null;
+          status.append(errorLine(err));
+        }
+      },
+    },
+    el("label", { for: "email" }, "Email"), Object.assign(email, { id: "email" }),
+    el("label", { for: "password" }, "Password"), Object.assign(password, { id: "password" }),
+    el("label", { for: "token" }, "or console token"), Object.assign(token, { id: "token" }),
+    el("span"), el("div", {}, el("button", { class: "primary", type: "submit" }, "Sign in")),
+  );
+  app.replaceChildren(el("section", { class: "card" }, el("h2", {}, "Sign in"), message ? el("p", { class: "muted" }, message) : null, form, status));
+}
+
+async function start() {
+  const me = await api("GET", "/console/v1/me");
+  state.me = me;
+  const operator = me.kind === "operator" || me.user?.operator;
+  document.getElementById("who").textContent = me.kind === "operator" ? "operator" : me.user.email;
+  document.getElementById("sign-out").hidden = false;
+  if (operator) {
+    state.workspaces = (await api("GET", "/console/v1/workspaces?page_size=100")).data;
+  } else {
+    state.workspaces = await Promise.all(me.user.roles.map((r) => api("GET", `/console/v1/workspaces/${r.workspace_id}`)));
+  }
+  const select = document.getElementById("workspace");
+  select.replaceChildren(...state.workspaces.map((w) => el("option", { value: w.id }, w.name)));
+  select.hidden = state.workspaces.length === 0;
+  state.workspaceId = state.workspaces.find((w) => w.id === sessionStorage.getItem("workspace"))?.id ?? state.workspaces[0]?.id ?? null;
+  select.value = state.workspaceId ?? "";
+  route();
+}
+
+const views = { overview: renderOverview, keys: renderKeys, webhooks: renderWebhooks, refused: renderRefused };
+const titles = { overview: "Overview", keys: "API keys", webhooks: "Webhooks", refused: "Refused requests" };
+
+function route() {
+  if (!state.token) return renderSignIn();
+  if (!state.workspaceId) return app.replaceChildren(el("p", { class: "muted" }, "No workspace yet."));
+  const name = (location.hash.slice(1) || "overview").split("/")[0];
+  const view = views[name] ?? renderOverview;
+  const nav = el("nav", {}, Object.keys(views).map((key) => el("a", { href: `#${key}`, class: key === name ? "active" : undefined }, titles[key])));
+  const body = el("div", {}, el("p", { class: "muted" }, "Loading…"));
+  app.replaceChildren(el("h2", {}, "Developers"), nav, body);
+  view(body).catch((err) => body.replaceChildren(errorLine(err)));
+}
+
+async function renderOverview(body) {
+  const workspace = await api("GET", ws());
+  const stats = [el("div", { class: "stat" }, el("span", { class: "muted" }, "Credit balance"), el("b", { "data-test": "credit-balance" }, workspace.credit_balance))];
+  const overview = await api("GET", `${ws()}/message_stats`).catch(() => null);
+  if (overview) {
+    for (const [status, count] of Object.entries(overview.by_status ?? {})) {
+      stats.push(el("div", { class: "stat" }, el("span", { class: "muted" }, `Messages ${status}`), el("b", {}, count)));
+    }
+  }
+  body.replaceChildren(
+    el("section", { class: "card" }, el("h2", {}, workspace.name), el("p", { class: "muted" }, `Workspace ${workspace.id} · ${workspace.status}`), el("div", { class: "stats" }, stats)),
+  );
+}
+
+async function renderKeys(body) {
+  const keys = (await api("GET", `${ws()}/api_keys?page_size=100`)).data;
+  const secretBox = el("div");
+  const rows = keys.map((k) =>
+    el(
+      "tr",
+      { "data-key-id": k.id },
+      el("td", {}, k.name, el("div", { class: "mono muted" }, `${k.secret_prefix}…`)),
+      el("td", {}, k.scopes.length ? k.scopes.join(", ") : el("span", { class: "muted" }, "none")),
+      el("td", {}, `${k.rate_limit_per_min}/min`),
+      el("td", {}, k.ip_allow_list.length ? k.ip_allow_list.join(", ") : el("span", { class: "muted" }, "any")),
+      el("td", {}, when(k.expires_at)),
+      el("td", {}, when(k.last_used_at)),
+      el("td", {}, el("span", { class: `badge ${k.status === "active" ? "ok" : "bad"}` }, k.status)),
+      el("td", {}, k.status === "active" ? el("button", { class: "danger", onclick: async () => { await api("POST", `/console/v1/api_keys/${k.id}:revoke`, {}); route(); } }, "Revoke") : null),
+    ),
+  );
+  const name = el("input", { type: "text", id: "key-name", required: true });
+  const checks = SCOPES.map((scope) => el("label", {}, el("input", { type: "checkbox", value: scope }), ` ${scope}`));
+  const expires = el("input", { type: "datetime-local", id: "key-expires" });
+  const allow = el("input", { type: "text", id: "key-allow", placeholder: "203.0.113.0/24, 2001:db8::/32 (empty: any)" });
+  const rate = el("input", { type: "number", id: "key-rate", min: 1, max: 100, value: 30 });
+  const status = el("div");
+  const form = el(
+    "form",
+    {
+      class: "grid",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        status.replaceChildren();
+        try {
+          const created = await api("POST", `${ws()}/api_keys`, {
+            name: name.value,
+            scopes: checks.map((c) => c.querySelector("input")).filter((i) => i.checked).map((i) => i.value),
+            expires_at: expires.value ? new Date(expires.value).toISOString() : null,
+            ip_allow_list: allow.value.split(",").map((s) => s.trim()).filter(Boolean),
+            rate_limit_per_min: Number(rate.value),
+          });
+          await renderKeys(body);
+          body.prepend(secretPanel("API key created. Copy its secret now: it is shown once.", created.secret));
+        } catch (err) {
+          status.append(errorLine(err));
+        }
+      },
+    },
+    el("label", { for: "key-name" }, "Name"), name,
+    el("span", {}, "Scopes"), el("div", { class: "checks" }, checks),
+    el("label", { for: "key-expires" }, "Expires"), expires,
+    el("label", { for: "key-allow" }, "IP allow-list"), allow,
+    el("label", { for: "key-rate" }, "Requests per minute"), rate,
+    el("span"), el("div", {}, el("button", { class: "primary", type: "submit" }, "Create key")),
+  );
+  body.replaceChildren(
+    secretBox,
+    el("section", { class: "card" }, el("h2", {}, "API keys"), keys.length === 0 ? el("p", { class: "muted" }, "No keys yet.") :
+      el("table", {}, el("thead", {}, el("tr", {}, ["Name", "Scopes", "Budget", "Allowed from", "Expires", "Last used", "Status", ""].map((h) => el("th", {}, h)))), el("tbody", {}, rows))),
+    el("section", { class: "card" }, el("h2", {}, "Create a key"), form, status),
+  );
+}
+
+function secretPanel(text, secret) {
+  const copied = el("span", { class: "muted" });
+  return el(
+    "div",
+    { class: "secret", role: "status" },
+    el("span", {}, text),
+    el("code", { "data-test": "secret" }, secret),
+    el("button", { onclick: async () => { await navigator.clipboard.writeText(secret); copied.textContent = "copied"; } }, "Copy"),
+    copied,
+  );
+}
+
+async function renderWebhooks(body) {
+  let endpoints;
+  try {
+    endpoints = (await api("GET", `${ws()}/webhook_endpoints`)).data;
+  } catch (err) {
+    if (err.code === "not_found" || err.code === "unimplemented") return body.replaceChildren(el("p", { class: "muted" }, "Webhook endpoints are not available on this server."));
+    throw err;
+  }
+  body.replaceChildren(el("section", { class: "card" }, el("h2", {}, "Webhook endpoints"), endpoints.length === 0 ? el("p", { class: "muted" }, "No endpoints yet.") : null));
+}
+
+async function renderRefused(body) {
+  const range = new URLSearchParams(location.hash.split("?")[1] ?? "").get("since") ?? "24h";
+  const hours = { "1h": 1, "24h": 24, "7d": 168 }[range] ?? 24;
+  const since = new Date(Date.now() - hours * 3_600_000).toISOString();
+  const [groups, timeline] = await Promise.all([
+    api("GET", `${ws()}/refused_requests?since=${encodeURIComponent(since)}`),
+    api("GET", `${ws()}/refused_requests:timeline?since=${encodeURIComponent(since)}&buckets=24`),
+  ]);
+  const ranges = el("div", {}, Object.keys({ "1h": 1, "24h": 1, "7d": 1 }).map((r) =>
+    el("a", { href: `#refused?since=${r}`, class: r === range ? "badge ok" : "badge" }, r)), " ");
+  const rows = groups.data.map((g) =>
+    el(
+      "tr",
+      { "data-error-code": g.error_code },
+      el("td", {}, el("code", {}, g.error_code)),
+      el("td", { "data-test": "count" }, g.count),
+      el("td", {}, when(g.first_seen)),
+      el("td", {}, when(g.last_seen)),
+      el("td", { class: "mono" }, g.sample ? `${g.sample.http_method} ${g.sample.path} · ${g.sample.client_address} · ${g.sample.id}` : ""),
+    ),
+  );
+  body.replaceChildren(
+    el("section", { class: "card" }, el("h2", {}, "Refusals over time"), ranges, chart(timeline)),
+    el("section", { class: "card" }, el("h2", {}, "Refused requests by error"),
+      rows.length === 0 ? el("p", { class: "muted" }, "No refused requests in this period.") :
+        el("table", {}, el("thead", {}, el("tr", {}, ["Error", "Count", "First seen", "Last seen", "Sample"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))),
+  );
+}
+
+/** A bar chart of refusal counts per bucket, as SVG. */
+function chart(timeline) {
+  const ns = "http://www.w3.org/2000/svg";
+  const width = 720, height = 140, pad = 18;
+  const max = Math.max(1, ...timeline.buckets.map((b) => b.count));
+  const step = (width - pad) / Math.max(1, timeline.buckets.length);
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("class", "chart");
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", "Refused requests per time bucket");
+  timeline.buckets.forEach((b, i) => {
+    const h = ((height - pad * 2) * b.count) / max;
+    const rect = document.createElementNS(ns, "rect");
+    rect.setAttribute("x", String(pad + i * step + 1));
+    rect.setAttribute("y", String(height - pad - h));
+    rect.setAttribute("width", String(Math.max(1, step - 2)));
+    rect.setAttribute("height", String(h));
+    rect.setAttribute("data-count", String(b.count));
+    const title = document.createElementNS(ns, "title");
+    title.textContent = `${new Date(b.start).toLocaleString()}: ${b.count}`;
+    rect.append(title);
+    svg.append(rect);
+  });
+  const label = document.createElementNS(ns, "text");
+  label.setAttribute("x", "0");
+  label.setAttribute("y", "12");
+  label.textContent = `max ${max}`;
+  svg.append(label);
+  return svg;
+}
+
+document.getElementById("workspace").addEventListener("change", (event) => {
+  state.workspaceId = event.target.value;
+  sessionStorage.setItem("workspace", state.workspaceId);
+  route();
+});
+document.getElementById("sign-out").addEventListener("click", signOut);
+window.addEventListener("hashchange", route);
+if (state.token) start().catch(() => renderSignIn("Your session ended; sign in again."));
+else renderSignIn();

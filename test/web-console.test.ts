@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { CHROMIUM_ARGS, ensureChromium } from "./helpers/chromium.js";
+import { rest } from "./helpers/clients.js";
+import { createTestService, type TestService } from "./helpers/test-service.js";
+
+const ADMIN = { email: "web-admin@example.com", password: "web-console-password-1" };
+const chromiumPath = await ensureChromium();
+if (!chromiumPath.path) process.stderr.write(`Skipping the browser test: ${chromiumPath.reason}\n`);
+
+describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
+  let t: TestService;
+  let browser: Browser;
+  let page: Page;
+  let workspaceId: string;
+
+  beforeAll(async () => {
+    t = await createTestService({ config: { consoleAdminEmail: ADMIN.email, consoleAdminPassword: ADMIN.password } });
+    workspaceId = await t.createWorkspace("Browser workspace", 42);
+    browser = await chromium.launch({ executablePath: chromiumPath.path, args: CHROMIUM_ARGS });
+    const context = await browser.newContext();
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: t.consoleUrl });
+    page = await context.newPage();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  it("signs in, creates a key, uses it, and shows its refused request grouped by error", async () => {
+    await page.goto(t.consoleUrl);
+    await page.fill("#email", ADMIN.email);
+    await page.fill("#password", ADMIN.password);
+    await page.click("button[type=submit]");
+    await page.selectOption("#workspace", workspaceId);
+    await expect.poll(() => page.textContent("[data-test=credit-balance]")).toBe("42");
+
+    // Create a key that may read templates only; its secret is shown once, with a copy button.
+    await page.click("nav a[href='#keys']");
+    await page.fill("#key-name", "browser key");
+    await page.check("input[value='templates:read']");
+    await page.fill("#key-rate", "50");
+    await page.click("form button[type=submit]");
+    const secret = (await page.textContent("[data-test=secret]"))?.trim() ?? "";
+    expect(secret).toMatch(/^sk_[A-Za-z0-9_-]{43}$/);
+    await page.click(".secret button");
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(secret);
+    await expect.poll(() => page.locator("tr[data-key-id]").count()).toBe(1);
+
+    // Use it against the public API: allowed once, refused without the scope twice.
+    const me = await rest(t.publicUrl, "GET", "/v1/me", { key: secret });
+    expect(me.json.key).toMatchObject({ name: "browser key", scopes: ["templates:read"] });
+    for (let i = 0; i < 2; i++) {
+      const refused = await rest(t.publicUrl, "GET", "/v1/senders", { key: secret });
+      expect(refused.json.error.code).toBe("insufficient_scope");
+    }
+    await t.flushRequestLog();
+
+    await page.click("nav a[href='#refused']");
+    const row = page.locator("tr[data-error-code='insufficient_scope']");
+    await expect.poll(() => row.locator("[data-test=count]").textContent()).toBe("2");
+    expect(await row.textContent()).toContain("GET /v1/senders");
+    const bars = await page.locator("svg.chart rect").evaluateAll((rects) => rects.map((r) => Number(r.getAttribute("data-count"))));
+    expect(bars).toHaveLength(24);
+    expect(bars.reduce((a, b) => a + b, 0)).toBe(2);
+
+    // Revoke it from the page; the public API refuses it from then on.
+    await page.click("nav a[href='#keys']");
+    await page.click("tr[data-key-id] button.danger");
+    await expect.poll(() => page.textContent("tr[data-key-id] .badge")).toBe("revoked");
+    expect((await rest(t.publicUrl, "GET", "/v1/me", { key: secret })).json.error.code).toBe("key_revoked");
+  });
+
+  it("shows a wrong password as an error and serves the page with a strict CSP", async () => {
+    const res = await fetch(t.consoleUrl);
+    expect(res.headers.get("content-security-policy")).toContain("default-src 'self'");
+    const context = await browser.newContext();
+    const fresh = await context.newPage();
+    await fresh.goto(t.consoleUrl);
+    await fresh.fill("#email", ADMIN.email);
+    await fresh.fill("#password", "not the password");
+    await fresh.click("button[type=submit]");
+    await expect.poll(() => fresh.textContent("[role=alert]")).toBe("Wrong email or password");
+    await context.close();
+  });
+});
