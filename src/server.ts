@@ -18,6 +18,7 @@ import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gate
 import { createRpcServer, type RpcServer } from "./gateway/rpc-server.js";
 import { mergeServices, registerService } from "./gateway/services.js";
 import { createHealthService } from "./health/health-service.js";
+import { createOpenApiCapability } from "./openapi/openapi-capability.js";
 import { createPruneJob, PRUNE_JOB } from "./jobs/maintenance.js";
 import { createScheduler, type Scheduler } from "./jobs/scheduler.js";
 import { createRateLimiter } from "./ratelimit/rate-limiter.js";
@@ -66,7 +67,7 @@ const PUBLIC_SERVICES = [AccountService, SenderService, TemplateService, Message
  * handlers, HTTP routes, jobs and indexes in through the Capability shape.
  */
 function createCapabilities(platform: Platform): Capability[] {
-  return [createAccountCapability(), createTenancyCapability(platform)];
+  return [createAccountCapability(), createTenancyCapability(platform), createOpenApiCapability()];
 }
 
 /**
