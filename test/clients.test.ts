@@ -18,7 +18,7 @@ import { createTestService, type TestService } from "./helpers/test-service.js";
  */
 
 const goMissing = await missingToolchain("go");
-const pythonMissing = await missingToolchain("python3");
+const pythonMissing = await missingToolchain("python3-venv");
 if (goMissing) console.warn(`Skipping the Go client checks: ${goMissing}`);
 if (pythonMissing) console.warn(`Skipping the Python client checks: ${pythonMissing}`);
 

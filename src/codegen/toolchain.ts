@@ -81,14 +81,21 @@ async function exists(file: string): Promise<boolean> {
   );
 }
 
+const TOOLCHAIN_PROBES = {
+  go: ["go", ["version"]],
+  python3: ["python3", ["--version"]],
+  // ensurePythonVenv needs the venv module and pip's bootstrap (Debian ships them apart).
+  "python3-venv": ["python3", ["-c", "import venv, ensurepip"]],
+} as const;
+
 /**
  * Why a toolchain cannot be used here (for skipping checks with a printed
- * reason), or undefined when `command --version` (or `version`) works.
+ * reason), or undefined when its probe command (for example `go version`) works.
  */
-export async function missingToolchain(command: "go" | "python3"): Promise<string | undefined> {
-  const args = command === "go" ? ["version"] : ["--version"];
+export async function missingToolchain(toolchain: keyof typeof TOOLCHAIN_PROBES): Promise<string | undefined> {
+  const [command, args] = TOOLCHAIN_PROBES[toolchain];
   const result = await runCommand(command, args).catch((err: Error) => ({ code: -1, stdout: "", stderr: err.message }));
-  return result.code === 0 ? undefined : `${command} is not available (${result.stderr.trim() || `exit ${result.code}`})`;
+  return result.code === 0 ? undefined : `${toolchain} is not available (${result.stderr.trim() || `exit ${result.code}`})`;
 }
 
 /**
@@ -103,7 +110,7 @@ export async function ensureGoTools(): Promise<void> {
   if ((await readFile(stamp, "utf8").catch(() => "")) === wanted) return;
   await mkdir(GO_TOOLS_BIN, { recursive: true });
   for (const pkg of Object.values(GO_TOOLS)) {
-    await mustRun("go", ["install", pkg], { env: { ...process.env, GOBIN: GO_TOOLS_BIN, GOFLAGS: "-mod=mod" } });
+    await mustRun("go", ["install", pkg], { env: { ...process.env, GOBIN: GO_TOOLS_BIN } });
   }
   await writeFile(stamp, wanted);
 }
