@@ -21,6 +21,7 @@ import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gate
 import { createRpcServer, type RpcServer } from "./gateway/rpc-server.js";
 import { mergeServices, registerService } from "./gateway/services.js";
 import { createHealthService } from "./health/health-service.js";
+import { createOpenApiCapability } from "./openapi/openapi-capability.js";
 import { createPruneJob, PRUNE_JOB } from "./jobs/maintenance.js";
 import { createScheduler, type Scheduler } from "./jobs/scheduler.js";
 import { createRateLimiter } from "./ratelimit/rate-limiter.js";
@@ -69,7 +70,12 @@ const PUBLIC_SERVICES = [AccountService, SenderService, TemplateService, Message
  * handlers, HTTP routes, jobs and indexes in through the Capability shape.
  */
 function createCapabilities(platform: Platform, auditLog: AuditLog): Capability[] {
-  return [createAccountCapability(), createTenancyCapability(platform), createConsoleCapability(platform, auditLog)];
+  return [
+    createAccountCapability(),
+    createTenancyCapability(platform),
+    createConsoleCapability(platform, auditLog),
+    createOpenApiCapability(),
+  ];
 }
 
 /**

@@ -70,7 +70,13 @@ export interface RestGateway {
   handle(req: NodeRequest, res: NodeResponse, state: RequestState): Promise<void>;
 }
 
-function ruleOf(method: DescMethod) {
+/**
+ * The REST bindings of a method from its google.api.http option (the rule and
+ * its additional_bindings): HTTP method (upper case), path template, `body`
+ * and `response_body`. Empty when the method has no rule. Also used by the
+ * OpenAPI generator (src/codegen/openapi-document.ts), so both read rules alike.
+ */
+export function ruleOf(method: DescMethod) {
   const rule = getOption(method, httpRule);
   const bindings = [rule, ...rule.additionalBindings];
   return bindings.flatMap((b) => {

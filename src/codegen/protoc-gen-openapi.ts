@@ -1,0 +1,53 @@
+import { create, createFileRegistry } from "@bufbuild/protobuf";
+import { CodeGeneratorResponse_Feature, CodeGeneratorResponseSchema, FileDescriptorSetSchema } from "@bufbuild/protobuf/wkt";
+import { getComments, runNodeJs, type Plugin } from "@bufbuild/protoplugin";
+import { buildOpenApiDocument, type DescribeFn } from "./openapi-document.js";
+
+/*
+ * A protoc plugin (run by buf, see src/codegen/buf.gen.clients.yaml, with
+ * strategy "all") that writes the OpenAPI 3.1 document of the REST surface
+ * of the services in the files to generate, as messaging.v1.openapi.json
+ * (served at GET /openapi.json by src/openapi/openapi-capability.ts).
+ * Descriptions are the leading comments of the protos.
+ */
+
+const DESCRIPTION = `A workspace-scoped API to send template messages, read back their status, and read the configuration of the signed webhooks the service delivers.
+
+The same operations are served over gRPC, gRPC-Web and Connect on the same port; the \`x-grpc-method\` of each operation names its RPC.
+
+JSON conventions: field names are snake_case; every field of a response is present, \`null\` where a value is absent; times are ISO 8601 UTC with milliseconds; enum values are lower-case names without their type prefix; 64-bit integers are JSON numbers; lists are \`{"object": "list", "data": [...], "total": n, "next_page_token": "..." | null}\`. Request bodies are read strictly: an unknown field or a wrong type is a 400 \`invalid_argument\` naming every such field. Clients ignore fields and enum values they do not know.
+
+Every response carries \`Request-Id\` and the rate-limit headers \`RateLimit-Limit\`, \`RateLimit-Remaining\`, \`RateLimit-Reset\` (a one-minute window per key); over budget the answer is 429 with \`Retry-After\`.`;
+
+/** Comment text without the comment markers' space and without buf lint directives. */
+function clean(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  const lines = text
+    .split("\n")
+    .map((line) => (line.startsWith(" ") ? line.slice(1) : line).trimEnd())
+    .filter((line) => !line.startsWith("buf:lint:"));
+  const joined = lines.join("\n").trim();
+  return joined === "" ? undefined : joined;
+}
+
+const plugin: Plugin = {
+  name: "protoc-gen-openapi",
+  version: "v1",
+  run(request) {
+    const registry = createFileRegistry(create(FileDescriptorSetSchema, { file: request.protoFile }));
+    const services = request.fileToGenerate.flatMap((name) => registry.getFile(name)?.services ?? []);
+    const describe: DescribeFn = (desc) => clean(getComments(desc).leading);
+    const document = buildOpenApiDocument(services, {
+      title: "Messaging service API",
+      version: "v1",
+      description: DESCRIPTION,
+      describe,
+    });
+    return create(CodeGeneratorResponseSchema, {
+      supportedFeatures: BigInt(CodeGeneratorResponse_Feature.PROTO3_OPTIONAL),
+      file: [{ name: "messaging.v1.openapi.json", content: `${JSON.stringify(document, null, 2)}\n` }],
+    });
+  },
+};
+
+runNodeJs(plugin);

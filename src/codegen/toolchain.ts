@@ -1,0 +1,148 @@
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { access, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { projectRoot } from "../store/embedded-ferretdb.js";
+
+/*
+ * The tools that generation and the client checks need beyond node_modules,
+ * installed by the project itself into the ignored .cache/ folder, pinned
+ * exactly, so that a fresh machine needs only Go, Python and the README's two
+ * commands:
+ * - Go plugins for buf (protoc-gen-go, protoc-gen-go-grpc), built through the
+ *   Go module proxy with GOBIN=.cache/go-tools/bin;
+ * - a Python virtual environment (.cache/python/venv-<hash>) with the pinned
+ *   packages of python-requirements.txt from PyPI: grpcio-tools, whose
+ *   bundled protoc writes gen/python, and the runtime the Python client
+ *   checks import.
+ */
+
+/** Go plugins buf runs for gen/go, by `go install` package path and exact version. */
+export const GO_TOOLS = {
+  "protoc-gen-go": "google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12",
+  "protoc-gen-go-grpc": "google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2",
+} as const;
+
+/** Folder of the Go plugins (buf.gen.clients.yaml names them there). */
+export const GO_TOOLS_BIN = path.join(projectRoot, ".cache", "go-tools", "bin");
+
+const PYTHON_REQUIREMENTS = path.join(projectRoot, "src", "codegen", "python-requirements.txt");
+
+/** What a finished command printed and how it ended. */
+export interface CommandResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a command to its end, feeding `input` to its standard input.
+ * Rejects only when the command cannot be started (for example ENOENT when
+ * the program is not installed); a non-zero exit is in the result.
+ */
+export function runCommand(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {},
+): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd ?? projectRoot, env: options.env ?? process.env });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.input ?? "");
+  });
+}
+
+/**
+ * Runs a command and resolves to its standard output.
+ *
+ * @throws Error naming the command, with its output, when it exits non-zero.
+ */
+export async function mustRun(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {},
+): Promise<string> {
+  const result = await runCommand(command, args, options);
+  if (result.code !== 0) {
+    throw new Error(`${command} ${args.join(" ")} failed (exit ${result.code}):\n${result.stdout}${result.stderr}`);
+  }
+  return result.stdout;
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+const TOOLCHAIN_PROBES = {
+  go: ["go", ["version"]],
+  python3: ["python3", ["--version"]],
+  // ensurePythonVenv needs the venv module and pip's bootstrap (Debian ships them apart).
+  "python3-venv": ["python3", ["-c", "import venv, ensurepip"]],
+} as const;
+
+/**
+ * Why a toolchain cannot be used here (for skipping checks with a printed
+ * reason), or undefined when its probe command (for example `go version`) works.
+ */
+export async function missingToolchain(toolchain: keyof typeof TOOLCHAIN_PROBES): Promise<string | undefined> {
+  const [command, args] = TOOLCHAIN_PROBES[toolchain];
+  const result = await runCommand(command, args).catch((err: Error) => ({ code: -1, stdout: "", stderr: err.message }));
+  return result.code === 0 ? undefined : `${toolchain} is not available (${result.stderr.trim() || `exit ${result.code}`})`;
+}
+
+/**
+ * Installs the pinned Go plugins into GO_TOOLS_BIN unless the versions
+ * recorded there already match GO_TOOLS.
+ *
+ * @throws Error when Go is missing or an install fails.
+ */
+export async function ensureGoTools(): Promise<void> {
+  const stamp = path.join(GO_TOOLS_BIN, "versions.json");
+  const wanted = JSON.stringify(GO_TOOLS);
+  if ((await readFile(stamp, "utf8").catch(() => "")) === wanted) return;
+  await mkdir(GO_TOOLS_BIN, { recursive: true });
+  for (const pkg of Object.values(GO_TOOLS)) {
+    await mustRun("go", ["install", pkg], { env: { ...process.env, GOBIN: GO_TOOLS_BIN } });
+  }
+  await writeFile(stamp, wanted);
+}
+
+/**
+ * Returns the Python interpreter of the project's virtual environment,
+ * creating it first (python3 -m venv, then pip install of the pinned
+ * python-requirements.txt) when the folder for the current requirements
+ * does not exist yet. The folder name carries a hash of the requirements,
+ * so a change of pins makes a new environment; it is built in a temporary
+ * folder and renamed into place, so concurrent callers cannot see half of it.
+ *
+ * @throws Error when python3 or its venv module is missing, or pip fails.
+ */
+export async function ensurePythonVenv(): Promise<string> {
+  const requirements = await readFile(PYTHON_REQUIREMENTS, "utf8");
+  const hash = createHash("sha256").update(requirements).digest("hex").slice(0, 12);
+  const venv = path.join(projectRoot, ".cache", "python", `venv-${hash}`);
+  const python = path.join(venv, "bin", "python");
+  if (await exists(python)) return python;
+
+  const building = `${venv}.build-${process.pid}`;
+  await rm(building, { recursive: true, force: true });
+  await mkdir(path.dirname(venv), { recursive: true });
+  try {
+    await mustRun("python3", ["-m", "venv", building]);
+    const pip = [path.join(building, "bin", "python"), "-m", "pip", "--disable-pip-version-check", "install", "--quiet"];
+    await mustRun(pip[0] as string, [...pip.slice(1), "--requirement", PYTHON_REQUIREMENTS]);
+    // Another process may have finished first; its environment is as good as ours.
+    if (!(await exists(python))) await rename(building, venv);
+  } finally {
+    await rm(building, { recursive: true, force: true });
+  }
+  return python;
+}

@@ -1,0 +1,3 @@
+module messaging-service/webhooks
+
+go 1.21

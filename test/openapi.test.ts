@@ -1,0 +1,137 @@
+import { readFile } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compileErrors, validate } from "@readme/openapi-parser";
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { OPENAPI_DOCUMENT } from "../src/openapi/openapi-capability.js";
+import { rest, type RestAnswer } from "./helpers/clients.js";
+import { createTestService, type TestService } from "./helpers/test-service.js";
+
+let t: TestService;
+let document: any;
+let key: { id: string; secret: string };
+
+/**
+ * Validators of the document's component schemas, made strict for the test:
+ * an object schema that lists properties (and allows no others itself)
+ * refuses undocumented fields, so a response that grew a field the document
+ * lacks fails here.
+ */
+let schemaValidator: (name: string) => ValidateFunction;
+
+function closeObjects(node: unknown): void {
+  if (Array.isArray(node)) return node.forEach(closeObjects);
+  if (node === null || typeof node !== "object") return;
+  const schema = node as Record<string, unknown>;
+  if (schema.properties && schema.additionalProperties === undefined) schema.additionalProperties = false;
+  Object.values(schema).forEach(closeObjects);
+}
+
+beforeAll(async () => {
+  t = await createTestService();
+  const workspaceId = await t.createWorkspace("OpenAPI");
+  key = await t.createKey(workspaceId, { name: "openapi key", scopes: ["templates:read"], rateLimitPerMin: 100 });
+  const res = await rest(t.publicUrl, "GET", "/openapi.json");
+  document = res.json;
+  const strict = structuredClone(document);
+  closeObjects(strict.components.schemas);
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats.default(ajv);
+  ajv.addFormat("int32", true).addFormat("int64", true);
+  ajv.addSchema(strict, "openapi.json");
+  schemaValidator = (name) => {
+    const validator = ajv.getSchema(`openapi.json#/components/schemas/${name}`);
+    if (!validator) throw new Error(`no schema ${name}`);
+    return validator;
+  };
+});
+afterAll(() => t.close());
+
+/** Asserts a REST answer against the document: status, headers the operation's response declares, body schema. */
+function expectDocumented(res: RestAnswer, path: string, method: string, schema: string) {
+  const operation = document.paths[path][method];
+  const declared = operation.responses[String(res.status)];
+  expect(declared, `${method} ${path} documents status ${res.status}`).toBeDefined();
+  const response = declared.$ref ? document.components.responses[declared.$ref.split("/").pop()] : declared;
+  for (const header of Object.keys(response.headers)) expect(res.headers.get(header), header).toMatch(/^(req_[0-9a-f]+|\d+)$/);
+  expect(response.content["application/json"].schema.$ref).toBe(`#/components/schemas/${schema}`);
+  const check = schemaValidator(schema);
+  expect(check(res.json), JSON.stringify(check.errors)).toBe(true);
+}
+
+describe("GET /openapi.json", () => {
+  it("serves the generated document without an API key", async () => {
+    const res = await rest(t.publicUrl, "GET", "/openapi.json");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(res.text).toBe(await readFile(OPENAPI_DOCUMENT, "utf8"));
+  });
+
+  it("is a valid OpenAPI 3.1 document for a standard validator", async () => {
+    expect(document.openapi).toBe("3.1.0");
+    const result = await validate(structuredClone(document));
+    expect(result.valid, result.valid ? "" : compileErrors(result)).toBe(true);
+  });
+
+  it("describes exactly the REST routes the gateway serves, with their scopes", () => {
+    const documented = Object.entries(document.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+      Object.entries(item).map(([method, op]) => `${method.toUpperCase()} ${path} ${op["x-grpc-method"]}`),
+    );
+    const served = t.service.publicServer!.gateway.routes.map((r) => `${r.httpMethod} ${r.path} /${r.rpc}`);
+    expect(documented.sort()).toEqual(served.sort());
+    expect(document.paths["/v1/templates"].get.security).toEqual([{ apiKey: ["templates:read"] }]);
+    expect(document.paths["/v1/me"].get.security).toEqual([{ apiKey: [] }]);
+    expect(document.components.securitySchemes.apiKey).toMatchObject({ type: "http", scheme: "bearer" });
+  });
+
+  it("writes the REST JSON conventions into the schemas", () => {
+    const message = document.components.schemas.Message;
+    expect(message.required).toEqual(Object.keys(message.properties));
+    expect(message.properties.credits).toMatchObject({ type: "integer", format: "int64" });
+    expect(message.properties.created_at).toMatchObject({ type: ["string", "null"], format: "date-time" });
+    expect(message.properties.wa_message_id.type).toEqual(["string", "null"]);
+    expect(message.properties.error.anyOf).toEqual([{ $ref: "#/components/schemas/MessageError" }, { type: "null" }]);
+    expect(document.components.schemas.MessageStatus.enum).toEqual(["accepted", "sent", "delivered", "read", "failed"]);
+    expect(Object.keys(document.components.schemas.ListTemplatesResponse.properties)).toEqual(["object", "data", "total", "next_page_token"]);
+    expect(document.components.schemas.SendMessageRequest.additionalProperties).toBe(false);
+    expect(document.paths["/v1/messages"].get.parameters.map((p: any) => p.name)).toEqual(["page_size", "page_token", "status", "to"]);
+  });
+});
+
+describe("real answers match the document", () => {
+  it("GET /v1/me", async () => {
+    const res = await rest(t.publicUrl, "GET", "/v1/me", { key: key.secret });
+    expect(res.status).toBe(200);
+    expectDocumented(res, "/v1/me", "get", "GetMeResponse");
+  });
+
+  it("401 invalid_key", async () => {
+    const res = await rest(t.publicUrl, "GET", "/v1/me", { key: `sk_${"A".repeat(43)}` });
+    expect(res.status).toBe(401);
+    expect(res.json.error.code).toBe("invalid_key");
+    expectDocumented(res, "/v1/me", "get", "Error");
+  });
+
+  it("403 insufficient_scope", async () => {
+    const res = await rest(t.publicUrl, "GET", "/v1/senders", { key: key.secret });
+    expect(res.status).toBe(403);
+    expect(res.json.error.details).toEqual({ required_scope: "senders:read", held_scopes: "templates:read" });
+    expectDocumented(res, "/v1/senders", "get", "Error");
+  });
+
+  it("400 invalid_argument with field violations", async () => {
+    const res = await rest(t.publicUrl, "GET", "/v1/templates?page_size=many&colour=red", { key: key.secret });
+    expect(res.status).toBe(400);
+    expect(res.json.error.details.field_violations).toHaveLength(2);
+    expectDocumented(res, "/v1/templates", "get", "Error");
+  });
+
+  it("429 with Retry-After", async () => {
+    const limited = await t.createKey(await t.createWorkspace("Limited"), { rateLimitPerMin: 1 });
+    expect((await rest(t.publicUrl, "GET", "/v1/me", { key: limited.secret })).status).toBe(200);
+    const res = await rest(t.publicUrl, "GET", "/v1/me", { key: limited.secret });
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toBe(res.headers.get("ratelimit-reset"));
+    expectDocumented(res, "/v1/me", "get", "Error");
+  });
+});
