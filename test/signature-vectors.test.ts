@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { verifyWebhookSignature, WebhookSignatureError } from "messaging-service/webhooks/signature";
 import { missingToolchain, runCommand } from "../src/codegen/toolchain.js";
 import { projectRoot } from "../src/store/embedded-ferretdb.js";
-import { buildSignatureVectors, SIGNATURE_VECTORS_FILE, type SignatureVectors } from "./helpers/signature-vectors.js";
+import { buildSignatureVectors, SIGNATURE_VECTORS_FILE, type SignatureVectors } from "../src/codegen/signature-vectors.js";
 
 /*
  * One file of webhook-signature vectors (spec §Webhook signature 2-5),

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { projectRoot } from "../../src/store/embedded-ferretdb.js";
-import { computeSignature, signWebhookPayload, type WebhookSignatureFailure } from "../../src/webhooks/signature.js";
+import { projectRoot } from "../store/embedded-ferretdb.js";
+import { computeSignature, signWebhookPayload, type WebhookSignatureFailure } from "../webhooks/signature.js";
 
 /** The shared vectors file that the Node, Go and Python verifiers are all checked against. */
 export const SIGNATURE_VECTORS_FILE = path.join(projectRoot, "test", "webhook-signature-vectors.json");
