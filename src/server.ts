@@ -14,6 +14,7 @@ import type { Config } from "./config.js";
 import { createConsoleAdmission } from "./console/console-admission.js";
 import { createTenancyCapability } from "./console/tenancy-capability.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
+import { createMessagingCapabilities } from "./messages/messaging-capability.js";
 import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gateway/interceptors.js";
 import { createRpcServer, type RpcServer } from "./gateway/rpc-server.js";
 import { mergeServices, registerService } from "./gateway/services.js";
@@ -66,7 +67,7 @@ const PUBLIC_SERVICES = [AccountService, SenderService, TemplateService, Message
  * handlers, HTTP routes, jobs and indexes in through the Capability shape.
  */
 function createCapabilities(platform: Platform): Capability[] {
-  return [createAccountCapability(), createTenancyCapability(platform)];
+  return [createAccountCapability(), createTenancyCapability(platform), ...createMessagingCapabilities(platform)];
 }
 
 /**

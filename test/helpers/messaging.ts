@@ -1,0 +1,37 @@
+import { SenderService } from "../../gen/messaging/console/v1/senders_pb.js";
+import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js";
+import type { TestService } from "./test-service.js";
+
+/** Simulator and dispatch settings that compress seconds into milliseconds for tests. */
+export const FAST_MESSAGING = {
+  simulatorSentDelayMs: 5,
+  simulatorDeliveredDelayMs: 40,
+  simulatorReadDelayMs: 80,
+  simulatorOutOfOrderPercent: 0,
+  dispatchRetryBaseMs: 20,
+  dispatchRetryMaxMs: 200,
+};
+
+/** Creates an active sender through the console API; returns its id. */
+export async function createSender(t: TestService, workspaceId: string, phoneNumber = "4915100000001", whatsappPhoneNumberId = ""): Promise<string> {
+  const { sender } = await t.console(SenderService).createSender({ workspaceId, phoneNumber, name: "Support", whatsappPhoneNumberId });
+  return sender!.id;
+}
+
+/** Creates an active template through the console API; returns its id. */
+export async function createTemplate(
+  t: TestService,
+  workspaceId: string,
+  o: { name?: string; body?: string; flowId?: string; optional?: string[]; examples?: Record<string, string> } = {},
+): Promise<string> {
+  const { template } = await t.console(TemplateService).createTemplate({
+    workspaceId,
+    name: o.name ?? "verification_code",
+    language: "en",
+    body: o.body ?? "Hello {{name}}, your code is {{code}}",
+    flowId: o.flowId ?? "",
+    optionalVariables: o.optional ?? [],
+    examples: o.examples ?? {},
+  });
+  return template!.id;
+}
