@@ -60,11 +60,20 @@ function checkShape(req: SendMessageRequest, v: Violations): void {
 }
 
 /** The rules that need the sender and template of the workspace. */
-function checkAgainst(req: SendMessageRequest, sender: SenderRecord | null, template: TemplateRecord | null, deps: MessageServiceDeps, v: Violations): void {
-  if (!sender) v.add("sender", "no sender with this id in the workspace (see GET /v1/senders)");
+function checkAgainst(
+  req: SendMessageRequest,
+  sender: SenderRecord | null | undefined,
+  template: TemplateRecord | null | undefined,
+  deps: MessageServiceDeps,
+  v: Violations,
+): void {
+  if (sender === undefined) {
+    // malformed id: already reported
+  } else if (!sender) v.add("sender", "no sender with this id in the workspace (see GET /v1/senders)");
   else if (sender.status !== "active") v.add("sender", "is archived; send from an active sender");
   else v.addIf(deps.requirePhoneNumberId && !sender.whatsapp_phone_number_id, "sender", "has no WhatsApp phone number ID; set one in the console");
   const given = req.template?.variables ?? {};
+  if (template === undefined) return;
   if (!template) {
     v.add("template.id", "no template with this id in the workspace (see GET /v1/templates)");
     return;
@@ -107,11 +116,16 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
       const v = new Violations();
       v.addIf(idempotencyKey !== null && !isValidIdempotencyKey(idempotencyKey), "Idempotency-Key", IDEMPOTENCY_KEY_RULE);
       checkShape(req, v);
-      v.check();
-      const [senderRecord, templateRecord] = await Promise.all([senders.get(req.sender), templates.get((req.template?.id ?? "") as string)]);
+      // Rules that need the database are checked too (for well-formed ids), so every violation is named at once.
+      const senderShaped = SENDER_ID.test(req.sender);
+      const templateShaped = TEMPLATE_ID.test(req.template?.id ?? "");
+      const [senderRecord, templateRecord] = await Promise.all([
+        senderShaped ? senders.get(req.sender) : null,
+        templateShaped ? templates.get(req.template?.id as string) : null,
+      ]);
       const sender = senderRecord?.workspace_id === workspaceId ? senderRecord : null;
       const template = templateRecord?.workspace_id === workspaceId ? templateRecord : null;
-      checkAgainst(req, sender, template, deps, v);
+      checkAgainst(req, senderShaped ? sender : undefined, templateShaped ? template : undefined, deps, v);
       v.check();
       if (!sender || !template || !req.template) throw new Error("unreachable: checked above");
 
