@@ -1,7 +1,11 @@
 import { Command } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describeError } from "../shared/errors.js";
+import { creditCommands } from "./commands/credits.js";
 import { keyCommands } from "./commands/keys.js";
+import { senderCommands } from "./commands/senders.js";
+import { simulateCommands } from "./commands/simulate.js";
+import { templateCommands } from "./commands/templates.js";
 import { workspaceCommands } from "./commands/workspaces.js";
 import { createCliContext, UsageError, type CliContext } from "./context.js";
 
@@ -14,7 +18,14 @@ import { createCliContext, UsageError, type CliContext } from "./context.js";
  */
 
 /** The command groups, one module each under commands/. */
-const groups: ((ctx: CliContext) => Command)[] = [workspaceCommands, keyCommands];
+const groups: ((ctx: CliContext) => Command)[] = [
+  workspaceCommands,
+  keyCommands,
+  senderCommands,
+  templateCommands,
+  creditCommands,
+  simulateCommands,
+];
 
 /**
  * Runs the CLI with `argv` (without node and script); resolves to the exit

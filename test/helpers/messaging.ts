@@ -1,6 +1,8 @@
 import { SenderService } from "../../gen/messaging/console/v1/senders_pb.js";
 import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js";
-import type { TestService } from "./test-service.js";
+import { spawn } from "node:child_process";
+import { projectRoot } from "../../src/store/embedded-ferretdb.js";
+import { TEST_CONSOLE_TOKEN, type TestService } from "./test-service.js";
 
 /** Simulator and dispatch settings that compress seconds into milliseconds for tests. */
 export const FAST_MESSAGING = {
@@ -34,4 +36,20 @@ export async function createTemplate(
     examples: o.examples ?? {},
   });
   return template!.id;
+}
+
+/** Runs the msgsvc bin against the test service's console; resolves to its exit code and output. */
+export function msgsvc(t: TestService, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["src/cli/bin.mjs", ...args], {
+      cwd: projectRoot,
+      env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: TEST_CONSOLE_TOKEN },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
 }
