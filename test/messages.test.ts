@@ -112,13 +112,14 @@ describe("POST /v1/messages over REST", () => {
 
   it("keeps read when a late delivered arrives, and ignores the simulator's repeated sent report", async () => {
     const res = await send("4915123459994"); // simulator: read reported before delivered
-    const read = await reach(res.json.message_id, "read");
+    await reach(res.json.message_id, "read");
     const events = await eventually(async () => {
       const found = await eventsOf(res.json.message_id);
       return found.length === 3 ? found : undefined;
     });
     // The late delivered still fires (receivers order by occurred_at) but never moves the status back.
-    expect((await get(res.json.message_id)).json.status).toBe("read");
+    const read = (await get(res.json.message_id)).json;
+    expect(read.status).toBe("read");
     expect(Date.parse(read.delivered_at)).toBeLessThan(Date.parse(read.read_at));
     expect(events.filter((e) => e.type === "message.sent")).toHaveLength(1);
     const reports = await t.service.db.collection("message_reports").find({ network_message_id: read.wa_message_id }).toArray();

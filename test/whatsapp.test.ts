@@ -125,7 +125,7 @@ describe("sending through the Graph API", () => {
     const res = await send("16505551234");
     expect(res.status).toBe(200);
     const id = res.json.message_id;
-    const message = await until(async () => (await stored(id))?.wa_message_id && stored(id));
+    const message = await until(async () => (await stored(id))?.status === "sent" && stored(id));
     const request = graph.requests.find((r) => r.body?.biz_opaque_callback_data === id)!;
     expect(request.method).toBe("POST");
     expect(request.path).toBe(`/v23.0/${PHONE_NUMBER_ID}/messages`);

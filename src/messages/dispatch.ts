@@ -40,6 +40,12 @@ export interface Dispatcher {
    * DISPATCH_CLAIM_TIMEOUT_MS. Resolves to the count.
    */
   recover(): Promise<number>;
+  /**
+   * Graceful shutdown: attempts not yet begun are skipped (the message stays
+   * pending for the next worker or the sweep) and running ones are awaited,
+   * so that a stop never leaves a claim behind.
+   */
+  stop(): Promise<void>;
 }
 
 /**
@@ -72,6 +78,8 @@ export function createDispatcher(deps: {
   options: DispatchOptions;
 }): Dispatcher {
   const { messages, scheduler, network, inbound, clock, logger, options } = deps;
+  const running = new Set<Promise<void>>();
+  let stopping = false;
 
   async function fail(message: MessageRecord, error: NetworkErrorInfo): Promise<void> {
     await messages.updateOne({ _id: message._id }, { $set: { "dispatch.state": "done", "dispatch.last_error": error } });
@@ -133,9 +141,22 @@ export function createDispatcher(deps: {
     job: {
       name: DISPATCH_JOB,
       concurrency: 20,
-      run: (data) => attempt(data.message_id),
+      async run(data) {
+        if (stopping) return;
+        const run = attempt(data.message_id);
+        running.add(run);
+        try {
+          await run;
+        } finally {
+          running.delete(run);
+        }
+      },
     },
     enqueue,
+    async stop() {
+      stopping = true;
+      await Promise.allSettled(running);
+    },
     async recover() {
       const now = clock.now();
       let count = 0;

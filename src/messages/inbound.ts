@@ -138,27 +138,38 @@ export function createInbound(deps: {
     });
   }
 
-  /** Applies a status report to its outbound message: times, status, refund, event. */
+  /**
+   * Applies a status report to its outbound message: times, status, refund,
+   * event. The message is read, the change computed, and written with one
+   * update guarded by the values read (re-read and recomputed if another
+   * report changed the message meanwhile).
+   */
   async function applyStatus(row: ReportRecord, message: MessageRecord): Promise<void> {
     const at = row.occurred_at;
     const status = row.status;
     // A later status implies the earlier ones (Meta sends no "delivered" when a message is read at once).
-    const implied = status === "failed" ? ["failed"] : STATUS_ORDER.slice(1, STATUS_ORDER.indexOf(status as never) + 1);
-    // A status's own report gives its time (the earliest if several); an implied one only fills a gap.
-    for (const s of implied) {
-      const field = `${s}_at`;
-      const when = s === status ? { $or: [{ [field]: null }, { [field]: { $gt: at } }] } : { [field]: null };
-      await col.updateOne({ _id: message._id, ...when }, { $set: { [field]: at } });
-    }
-    if (status === "failed") {
-      const failed = await col.findOneAndUpdate(
-        { _id: message._id, status: { $in: ["accepted", "sent"] } },
-        { $set: { status: "failed", error: row.error, refund_state: "due" } },
-      );
-      if (failed) await refund(message);
-    } else {
-      const lower = STATUS_ORDER.slice(0, STATUS_ORDER.indexOf(status as never));
-      await col.updateOne({ _id: message._id, status: { $in: [...lower] } }, { $set: { status } });
+    const times = status === "failed" ? ["failed"] : STATUS_ORDER.slice(1, STATUS_ORDER.indexOf(status as never) + 1);
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const current = await col.findOne({ _id: message._id });
+      if (!current) break;
+      const set: Record<string, unknown> = {};
+      const guard: Record<string, unknown> = { _id: current._id, status: current.status };
+      for (const s of times) {
+        const field = `${s}_at` as "sent_at" | "delivered_at" | "read_at" | "failed_at";
+        const existing = current[field];
+        // A status's own report gives its time (the earliest if several); an implied one only fills a gap.
+        if (existing === null || (s === status && existing.getTime() > at.getTime())) {
+          set[field] = at;
+          guard[field] = existing;
+        }
+      }
+      const failsNow = status === "failed" && (current.status === "accepted" || current.status === "sent");
+      if (failsNow) Object.assign(set, { status: "failed", error: row.error, refund_state: "due" });
+      const rank = STATUS_ORDER.indexOf(current.status as never);
+      if (status !== "failed" && rank >= 0 && rank < STATUS_ORDER.indexOf(status as never)) set.status = status;
+      if (Object.keys(set).length > 0 && (await col.updateOne(guard, { $set: set })).matchedCount === 0) continue;
+      if (failsNow) await refund(current);
+      break;
     }
     await publish(message, row);
     await reports.updateOne({ _id: row._id }, { $set: { applied_at: clock.now(), message_id: message._id } });

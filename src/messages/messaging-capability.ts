@@ -145,6 +145,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
       if (isWorker) await sweep().catch((err: unknown) => logger.error({ err }, "messages sweep at start failed"));
     },
     async stop() {
+      await dispatcher.stop();
       await network.stop?.();
     },
   };
