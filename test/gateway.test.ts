@@ -120,7 +120,7 @@ describe("errors in every protocol", () => {
   });
 
   it("answers operations of later capabilities with 501 / UNIMPLEMENTED", async () => {
-    const flows = await t.createKey(workspaceId, { scopes: ["flow_responses:read"] });
+    const flows = await t.createKey(await t.createWorkspace("Flows"), { scopes: ["flow_responses:read"] });
     const res = await rest(t.publicUrl, "GET", "/v1/flow_responses", { key: flows.secret });
     expect(res.status).toBe(501);
     expect(res.json.error.code).toBe("unimplemented");

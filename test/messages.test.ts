@@ -130,10 +130,12 @@ describe("POST /v1/messages over REST", () => {
   it("ignores reports that arrive twice", async () => {
     const res = await send("4915123459995"); // simulator: every report twice
     await reach(res.json.message_id, "read");
-    await eventually(async () => ((await eventsOf(res.json.message_id)).length === 3 ? true : undefined));
-    const reports = await t.service.db.collection("message_reports").find({ message_id: res.json.message_id }).toArray();
-    expect(reports.every((r) => r.duplicates >= 1)).toBe(true);
-    expect((await eventsOf(res.json.message_id)).length).toBe(3);
+    const reports = await eventually(async () => {
+      const found = await t.service.db.collection("message_reports").find({ message_id: res.json.message_id }).toArray();
+      return found.length === 3 && found.every((r) => r.duplicates >= 1 && r.applied_at) ? found : undefined;
+    });
+    expect(reports.map((r) => r.status).sort()).toEqual(["delivered", "read", "sent"]);
+    expect((await eventsOf(res.json.message_id)).map((e) => e.type).sort()).toEqual(["message.delivered", "message.read", "message.sent"]);
   });
 
   it("stops at delivered when the recipient has read receipts off", async () => {
@@ -151,7 +153,10 @@ describe("POST /v1/messages over REST", () => {
     expect(failed.failed_at).not.toBeNull();
     expect(failed.wa_message_id).toBeNull();
     await eventually(async () => ((await balance()) === before ? true : undefined));
-    const [event] = await eventsOf(res.json.message_id);
+    const [event] = await eventually(async () => {
+      const found = await eventsOf(res.json.message_id);
+      return found.length > 0 ? found : undefined;
+    });
     expect(event!.type).toBe("message.failed");
     expect(event!.data).toMatchObject({ status: "failed", error: { code: 131026, title: "Message undeliverable" } });
     const ledger = await t.console(CreditService).listCreditLedgerEntries({ workspaceId });

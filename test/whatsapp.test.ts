@@ -80,6 +80,9 @@ const send = (to: string, template = templateId, variables: Record<string, strin
 const stored = (id: string) => t.service.db.collection("messages").findOne({ _id: id as never });
 const until = <T>(f: () => Promise<T | null | undefined | false>) => eventually(async () => (await f()) || undefined);
 const eventsOf = (messageId: string) => t.service.events.collection.find({ "data.message_id": messageId }).toArray();
+/** Waits until dispatch is complete (message.sent stored), then returns the stored message. */
+const dispatched = (id: string) =>
+  until(async () => (await t.service.events.collection.countDocuments({ type: "message.sent", "data.message_id": id })) > 0 && stored(id));
 const balance = async () => Number((await t.console(WorkspaceService).getWorkspace({ id: workspaceId })).workspace!.creditBalance);
 
 /** Posts a callback to the service's WhatsApp endpoint, signed as Meta signs it (X-Hub-Signature-256). */
@@ -152,7 +155,7 @@ describe("sending through the Graph API", () => {
     });
     expect(message!.wa_message_id).toMatch(/^wamid\./);
     expect(message!.status).toBe("sent");
-    expect((await eventsOf(id)).map((e) => e.type)).toEqual(["message.sent"]);
+    expect((await until(async () => (await eventsOf(id)).length > 0 && eventsOf(id)))!.map((e) => e.type)).toEqual(["message.sent"]);
   });
 
   it("carries the flow token in a flow button, generating one when none is given", async () => {
@@ -206,7 +209,7 @@ describe("the callback endpoint", () => {
   it("reconciles statuses that arrive out of order and twice", async () => {
     const res = await send("16505551236");
     const id = res.json.message_id;
-    const { wa_message_id: wamid } = (await until(async () => (await stored(id))?.wa_message_id && stored(id)))!;
+    const { wa_message_id: wamid } = (await dispatched(id))!;
     const t0 = 1795400000;
     expect((await callback(statusPayload(wamid, "read", t0 + 20, "16505551236"))).status).toBe(200);
     expect((await callback(statusPayload(wamid, "delivered", t0 + 10, "16505551236"))).status).toBe(200);
@@ -221,7 +224,7 @@ describe("the callback endpoint", () => {
   it("turns a failed status with Meta's errors into message.failed and a refund", async () => {
     const before = await balance();
     const res = await send("16505551237");
-    const { wa_message_id: wamid } = (await until(async () => (await stored(res.json.message_id))?.wa_message_id && stored(res.json.message_id)))!;
+    const { wa_message_id: wamid } = (await dispatched(res.json.message_id))!;
     const failed = statusPayload(wamid, "failed", 1795400100, "16505551237", {
       errors: [{ code: 131026, title: "Message undeliverable", message: "Message undeliverable", error_data: { details: "Message Undeliverable." } }],
     });
@@ -234,7 +237,7 @@ describe("the callback endpoint", () => {
 
   it("records a text reply as an inbound message and fires message.received", async () => {
     const res = await send("16315551181");
-    const { wa_message_id: wamid } = (await until(async () => (await stored(res.json.message_id))?.wa_message_id && stored(res.json.message_id)))!;
+    const { wa_message_id: wamid } = (await dispatched(res.json.message_id))!;
     const reply = {
       object: "whatsapp_business_account",
       entry: [

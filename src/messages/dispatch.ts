@@ -141,6 +141,7 @@ export function createDispatcher(deps: {
     job: {
       name: DISPATCH_JOB,
       concurrency: 20,
+      removeOnComplete: true,
       async run(data) {
         if (stopping) return;
         const run = attempt(data.message_id);
