@@ -121,6 +121,17 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     await clear(workspaceId, opId);
   }
 
+  async function releaseSpend(workspaceId: string, messageId: string): Promise<void> {
+    const opId = `spend:${messageId}`;
+    const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { [`credit_ops.${opId}`]: 1 } });
+    const op = doc?.credit_ops?.[opId];
+    if (!op) return;
+    await workspaces.updateOne(
+      { _id: workspaceId, [`credit_ops.${opId}`]: { $exists: true } },
+      { $inc: { credit_balance: -op.amount }, $unset: { [`credit_ops.${opId}`]: "" } },
+    );
+  }
+
   return {
     ledger,
     async reserve(workspaceId, messageId, amount) {
@@ -132,16 +143,7 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
       return doc?.credit_ops?.[`spend:${messageId}`] ? doc.credit_balance : null;
     },
     settleSpend: (workspaceId, messageId, balanceAfter) => settle(workspaceId, `spend:${messageId}`, balanceAfter),
-    async releaseSpend(workspaceId, messageId) {
-      const opId = `spend:${messageId}`;
-      const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { [`credit_ops.${opId}`]: 1 } });
-      const op = doc?.credit_ops?.[opId];
-      if (!op) return;
-      await workspaces.updateOne(
-        { _id: workspaceId, [`credit_ops.${opId}`]: { $exists: true } },
-        { $inc: { credit_balance: -op.amount }, $unset: { [`credit_ops.${opId}`]: "" } },
-      );
-    },
+    releaseSpend,
     async refund(workspaceId, messageId, amount, markDone) {
       const opId = `refund:${messageId}`;
       const op: PendingOperation = { kind: "refund", amount, message_id: messageId, note: null, at: clock.now() };
@@ -176,7 +178,7 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
         for (const [opId, op] of Object.entries(doc.credit_ops ?? {})) {
           if (op.at.getTime() > cutoff || op.kind === "refund") continue;
           if (op.kind === "spend" && op.message_id && !(await messageExists(op.message_id))) {
-            await this.releaseSpend(doc._id, op.message_id);
+            await releaseSpend(doc._id, op.message_id);
           } else {
             await settle(doc._id, opId, null);
           }

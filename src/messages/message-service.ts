@@ -106,7 +106,6 @@ function checkAgainst(
  */
 export function createMessageService(deps: MessageServiceDeps): Partial<ServiceImpl<typeof MessageService>> {
   const { messages, senders, templates, credits, idempotency, clock } = deps;
-  const exists = async (id: string) => (await messages.collection.countDocuments({ _id: id }, { limit: 1 })) > 0;
 
   return {
     async sendMessage(req, context) {
@@ -138,7 +137,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
             idempotencyKey,
             fingerprintOf({ to: req.to, sender: req.sender, template: { id: template._id, variables, flow_token: givenToken } }),
             messageId,
-            exists,
+            messages.exists,
           )
         : undefined;
       if (decision?.kind === "replay") {

@@ -70,6 +70,8 @@ export interface MessageRecord {
 /** Access to the `messages` collection. */
 export interface MessageStore {
   readonly collection: Collection<MessageRecord>;
+  /** Whether a message with `id` exists. */
+  exists(id: string): Promise<boolean>;
   /** An outbound message sent by key `apiKeyId`, or null (also for another key's message). */
   getForKey(id: string, apiKeyId: string): Promise<MessageRecord | null>;
   /** Outbound messages of key `apiKeyId`, newest first, optionally by status and recipient. */
@@ -82,6 +84,7 @@ export function createMessageStore(db: Db): MessageStore {
   const collection = db.collection<MessageRecord>("messages");
   return {
     collection,
+    exists: async (id) => (await collection.countDocuments({ _id: id }, { limit: 1 })) > 0,
     getForKey: (id, apiKeyId) => collection.findOne({ _id: id, api_key_id: apiKeyId, direction: "outbound" }),
     listForKey(apiKeyId, { status, to }, page) {
       const filter: Filter<MessageRecord> = { api_key_id: apiKeyId, direction: "outbound" };

@@ -1,21 +1,14 @@
-import { SenderService as ConsoleSenderService } from "../../gen/messaging/console/v1/senders_pb.js";
-import { TemplateService as ConsoleTemplateService } from "../../gen/messaging/console/v1/templates_pb.js";
-import { CreditService } from "../../gen/messaging/console/v1/credits_pb.js";
 import { SimulatorService } from "../../gen/messaging/console/v1/simulator_pb.js";
 import { MessageService } from "../../gen/messaging/v1/messages_pb.js";
-import { SenderService } from "../../gen/messaging/v1/senders_pb.js";
-import { TemplateService } from "../../gen/messaging/v1/templates_pb.js";
 import type { Capability, Platform } from "../capability.js";
-import { createCreditService } from "../credits/credit-service.js";
+import { createCreditsCapability } from "../credits/credits-capability.js";
 import { createCreditStore } from "../credits/credit-store.js";
 import { registerService } from "../gateway/services.js";
-import type { NetworkAdapter, ReportSink } from "../network/network.js";
+import { createNetwork } from "../network/create-network.js";
 import { createSimulatorService } from "../network/simulator-service.js";
-import { createSimulator, type Simulator } from "../network/simulator.js";
-import { createWhatsAppAdapter } from "../network/whatsapp/whatsapp-adapter.js";
-import { createConsoleSenderService, createPublicSenderService } from "../senders/sender-services.js";
+import { createSendersCapability } from "../senders/senders-capability.js";
 import { createSenderStore } from "../senders/sender-store.js";
-import { createConsoleTemplateService, createPublicTemplateService } from "../templates/template-services.js";
+import { createTemplatesCapability } from "../templates/templates-capability.js";
 import { createTemplateStore } from "../templates/template-store.js";
 import { createDispatcher } from "./dispatch.js";
 import { createIdempotencyStore } from "./idempotency.js";
@@ -31,49 +24,18 @@ const RECOVERY_AGE_MS = 5 * 60 * 1000;
 /** Reports stored but not applied for longer than this are applied by the sweep, in ms. */
 const REPORT_RECOVERY_AGE_MS = 30_000;
 
-/** Builds the network adapter NETWORK chooses, handing its reports to `sink`. */
-function createNetwork(platform: Platform, sink: ReportSink): { network: NetworkAdapter; simulator?: Simulator } {
-  const { config, clock, logger } = platform;
-  if (config.network === "whatsapp") {
-    const network = createWhatsAppAdapter(
-      {
-        baseUrl: config.whatsappGraphUrl,
-        version: config.whatsappGraphVersion,
-        accessToken: config.whatsappAccessToken as string,
-        timeoutMs: config.whatsappRequestTimeoutMs,
-        appSecret: config.whatsappAppSecret as string,
-        verifyToken: config.whatsappVerifyToken as string,
-      },
-      sink,
-    );
-    return { network };
-  }
-  const simulator = createSimulator(
-    {
-      sentDelayMs: config.simulatorSentDelayMs,
-      deliveredDelayMs: config.simulatorDeliveredDelayMs,
-      readDelayMs: config.simulatorReadDelayMs,
-      outOfOrderPercent: config.simulatorOutOfOrderPercent,
-      clock,
-      logger,
-    },
-    sink,
-  );
-  return { network: simulator, simulator };
-}
-
 /**
- * Sending messages (issue "Sending messages"): senders and templates (public
- * lists, console management), credits and their ledger, POST/GET
- * /v1/messages with idempotency, durable dispatch to the network chosen by
- * NETWORK, the network's callbacks, reconciliation of reports and the
- * message.* events, and the recovery sweep (MESSAGES_SWEEP_INTERVAL_MS, and
- * once when a worker starts): lost dispatch jobs, interrupted claims,
- * unapplied reports, due refunds, half-done credit changes, and
- * Idempotency-Keys older than 24 h.
+ * Sending messages: the senders, templates and credits capabilities, and
+ * the messages capability built on their stores: POST/GET /v1/messages with
+ * idempotency, durable dispatch to the network chosen by NETWORK, the
+ * network's callbacks, reconciliation of reports and the message.* events,
+ * the simulator's console service, and the recovery sweep
+ * (MESSAGES_SWEEP_INTERVAL_MS, and once when a worker starts): lost dispatch
+ * jobs, interrupted claims, unapplied reports, due refunds, half-done credit
+ * changes, and Idempotency-Keys older than 24 h.
  */
 export function createMessagingCapabilities(platform: Platform): Capability[] {
-  const { db, clock, logger, config, scheduler, workspaces, events } = platform;
+  const { db, clock, logger, config, scheduler, events } = platform;
   const senders = createSenderStore(db, clock);
   const templates = createTemplateStore(db, clock);
   const credits = createCreditStore(db, clock);
@@ -96,11 +58,10 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
       claimTimeoutMs: config.dispatchClaimTimeoutMs,
     },
   });
-  const exists = async (id: string) => (await messages.collection.countDocuments({ _id: id }, { limit: 1 })) > 0;
   const sweep = async () => {
     const rescheduled = await dispatcher.recover();
     const reports = await inbound.recover(REPORT_RECOVERY_AGE_MS);
-    const creditOps = await credits.recover(RECOVERY_AGE_MS, exists);
+    const creditOps = await credits.recover(RECOVERY_AGE_MS, messages.exists);
     const idempotencyKeys = await idempotency.prune();
     if (rescheduled + reports + creditOps + idempotencyKeys > 0) {
       logger.info({ rescheduled, reports, creditOps, idempotencyKeys }, "messages sweep: recovered work");
@@ -111,8 +72,6 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
   const messagesCapability: Capability = {
     name: "messages",
     publicServices: [
-      registerService(SenderService, createPublicSenderService(senders)),
-      registerService(TemplateService, createPublicTemplateService(templates)),
       registerService(
         MessageService,
         createMessageService({
@@ -129,17 +88,12 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
         }),
       ),
     ],
-    consoleServices: [
-      registerService(ConsoleSenderService, createConsoleSenderService({ senders, workspaces })),
-      registerService(ConsoleTemplateService, createConsoleTemplateService({ templates, workspaces })),
-      registerService(CreditService, createCreditService({ credits, workspaces })),
-      registerService(SimulatorService, createSimulatorService({ simulator, messages })),
-    ],
+    consoleServices: [registerService(SimulatorService, createSimulatorService({ simulator, messages }))],
     httpRoutes: network.httpRoutes,
     jobs: [dispatcher.job as never, { name: MESSAGES_SWEEP_JOB, concurrency: 1, run: sweep }],
     schedules: [{ job: MESSAGES_SWEEP_JOB, every: `${config.messagesSweepIntervalMs} milliseconds` }],
     async ensureIndexes() {
-      for (const store of [senders, templates, credits, messages, idempotency, inbound]) await store.ensureIndexes();
+      for (const store of [messages, idempotency, inbound]) await store.ensureIndexes();
     },
     async start() {
       if (isWorker) await sweep().catch((err: unknown) => logger.error({ err }, "messages sweep at start failed"));
@@ -149,5 +103,10 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
       await network.stop?.();
     },
   };
-  return [messagesCapability];
+  return [
+    createSendersCapability(platform, senders),
+    createTemplatesCapability(platform, templates),
+    createCreditsCapability(platform, credits),
+    messagesCapability,
+  ];
 }
