@@ -56,7 +56,30 @@ const schema = z.object({
     })
     .default("info"),
   DATA_DIR: z.string().min(1).default(".data"),
+  NETWORK: z.enum(["simulator", "whatsapp"], { error: 'must be "simulator" or "whatsapp"' }).default("simulator"),
+  MESSAGE_PRICE_CREDITS: integer(1, 0, 1_000_000, "credits"),
+  DISPATCH_MAX_ATTEMPTS: integer(8, 1, 100, "attempts"),
+  DISPATCH_RETRY_BASE_MS: integer(2000, 1, 3_600_000, "milliseconds"),
+  DISPATCH_RETRY_MAX_MS: integer(600_000, 1, 86_400_000, "milliseconds"),
+  DISPATCH_CLAIM_TIMEOUT_MS: integer(60_000, 100, 3_600_000, "milliseconds"),
+  MESSAGES_SWEEP_INTERVAL_MS: integer(30_000, 100, 3_600_000, "milliseconds"),
+  SIMULATOR_SENT_DELAY_MS: integer(200, 0, 3_600_000, "milliseconds"),
+  SIMULATOR_DELIVERED_DELAY_MS: integer(1000, 0, 3_600_000, "milliseconds"),
+  SIMULATOR_READ_DELAY_MS: integer(2000, 0, 3_600_000, "milliseconds"),
+  SIMULATOR_OUT_OF_ORDER_PERCENT: integer(10, 0, 100, "percent"),
+  WHATSAPP_GRAPH_URL: z.url({ error: "must be an http(s) URL such as https://graph.facebook.com" }).default("https://graph.facebook.com"),
+  WHATSAPP_GRAPH_VERSION: z
+    .string()
+    .regex(/^v\d+\.\d+$/, 'must look like "v23.0"')
+    .default("v23.0"),
+  WHATSAPP_ACCESS_TOKEN: z.string().min(1).optional(),
+  WHATSAPP_APP_SECRET: z.string().min(1).optional(),
+  WHATSAPP_VERIFY_TOKEN: z.string().min(1).optional(),
+  WHATSAPP_REQUEST_TIMEOUT_MS: integer(15_000, 100, 120_000, "milliseconds"),
 });
+
+/** Variables that NETWORK=whatsapp cannot do without. */
+const WHATSAPP_REQUIRED = ["WHATSAPP_ACCESS_TOKEN", "WHATSAPP_APP_SECRET", "WHATSAPP_VERIFY_TOKEN"] as const;
 
 /** The validated configuration (see README.md §Configuration). */
 export interface Config {
@@ -98,6 +121,40 @@ export interface Config {
   logLevel: string;
   /** Folder for the embedded database's data. */
   dataDir: string;
+  /** Messaging network adapter: the in-process simulator or the WhatsApp Cloud API. */
+  network: "simulator" | "whatsapp";
+  /** Credits one message costs (0 makes sending free). */
+  messagePriceCredits: number;
+  /** Dispatch attempts of a message before a network outage makes it fail. */
+  dispatchMaxAttempts: number;
+  /** Wait before the second attempt, in ms; doubled for each later one. */
+  dispatchRetryBaseMs: number;
+  /** Longest wait between attempts, in ms. */
+  dispatchRetryMaxMs: number;
+  /** A dispatch claimed longer ago than this without an answer counts as interrupted, in ms. */
+  dispatchClaimTimeoutMs: number;
+  /** Interval of the messages recovery sweep, in ms. */
+  messagesSweepIntervalMs: number;
+  /** Simulator: delay from acceptance to the network's "sent" report, in ms. */
+  simulatorSentDelayMs: number;
+  /** Simulator: delay from acceptance to "delivered", in ms. */
+  simulatorDeliveredDelayMs: number;
+  /** Simulator: delay from acceptance to "read", in ms. */
+  simulatorReadDelayMs: number;
+  /** Simulator: share of messages whose delivered and read reports arrive swapped, in percent. */
+  simulatorOutOfOrderPercent: number;
+  /** WhatsApp: Graph API base URL, without version. */
+  whatsappGraphUrl: string;
+  /** WhatsApp: Graph API version, for example "v23.0". */
+  whatsappGraphVersion: string;
+  /** WhatsApp: access token (system user token) sent as Bearer. */
+  whatsappAccessToken: string | undefined;
+  /** WhatsApp: app secret, key of the X-Hub-Signature-256 HMAC of callbacks. */
+  whatsappAppSecret: string | undefined;
+  /** WhatsApp: token Meta echoes in the GET verification handshake. */
+  whatsappVerifyToken: string | undefined;
+  /** WhatsApp: longest wait for a Graph API answer, in ms. */
+  whatsappRequestTimeoutMs: number;
 }
 
 /** Raised by loadConfig with one line per bad variable. */
@@ -133,6 +190,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if ((v.CONSOLE_ADMIN_EMAIL === undefined) !== (v.CONSOLE_ADMIN_PASSWORD === undefined)) {
     throw new ConfigError(["CONSOLE_ADMIN_EMAIL and CONSOLE_ADMIN_PASSWORD: set both or neither"]);
   }
+  if (v.NETWORK === "whatsapp") {
+    const missing = WHATSAPP_REQUIRED.filter((name) => v[name] === undefined);
+    if (missing.length > 0) throw new ConfigError(missing.map((name) => `${name}: must be set when NETWORK is "whatsapp" (got undefined)`));
+  }
   return {
     port: v.PORT,
     host: v.HOST,
@@ -153,5 +214,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
     logLevel: v.LOG_LEVEL,
     dataDir: v.DATA_DIR,
+    network: v.NETWORK,
+    messagePriceCredits: v.MESSAGE_PRICE_CREDITS,
+    dispatchMaxAttempts: v.DISPATCH_MAX_ATTEMPTS,
+    dispatchRetryBaseMs: v.DISPATCH_RETRY_BASE_MS,
+    dispatchRetryMaxMs: v.DISPATCH_RETRY_MAX_MS,
+    dispatchClaimTimeoutMs: v.DISPATCH_CLAIM_TIMEOUT_MS,
+    messagesSweepIntervalMs: v.MESSAGES_SWEEP_INTERVAL_MS,
+    simulatorSentDelayMs: v.SIMULATOR_SENT_DELAY_MS,
+    simulatorDeliveredDelayMs: v.SIMULATOR_DELIVERED_DELAY_MS,
+    simulatorReadDelayMs: v.SIMULATOR_READ_DELAY_MS,
+    simulatorOutOfOrderPercent: v.SIMULATOR_OUT_OF_ORDER_PERCENT,
+    whatsappGraphUrl: v.WHATSAPP_GRAPH_URL.replace(/\/+$/, ""),
+    whatsappGraphVersion: v.WHATSAPP_GRAPH_VERSION,
+    whatsappAccessToken: v.WHATSAPP_ACCESS_TOKEN,
+    whatsappAppSecret: v.WHATSAPP_APP_SECRET,
+    whatsappVerifyToken: v.WHATSAPP_VERIFY_TOKEN,
+    whatsappRequestTimeoutMs: v.WHATSAPP_REQUEST_TIMEOUT_MS,
   };
 }

@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { SCOPES } from "./auth/scopes.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
+import { ensureDemoSenderAndTemplate } from "./messages/demo.js";
+import { systemClock } from "./shared/clock.js";
 import { startService, type RunningService } from "./server.js";
 import { createLogger, type Logger } from "./shared/logger.js";
 import { startEmbeddedFerretDb, type EmbeddedDatabase } from "./store/embedded-ferretdb.js";
@@ -13,12 +15,20 @@ import { startEmbeddedFerretDb, type EmbeddedDatabase } from "./store/embedded-f
  * examples. SIGINT and SIGTERM shut it down gracefully.
  */
 
+/** What the banner shows of the demo workspace. */
+interface Demo {
+  workspaceId: string;
+  secret: string;
+  senderId: string;
+  templateId: string;
+}
+
 /**
- * Makes sure the demo workspace exists (1,000 credits) and gives it a fresh
- * key with every scope, revoking the previous demo keys (a secret cannot be
- * shown twice). Returns the new secret.
+ * Makes sure the demo workspace exists (1,000 credits) with a demo sender
+ * and template, and gives it a fresh key with every scope, revoking the
+ * previous demo keys (a secret cannot be shown twice). Returns the new secret.
  */
-async function createDemoKey(service: RunningService): Promise<{ workspaceId: string; secret: string }> {
+async function createDemoKey(service: RunningService): Promise<Demo> {
   const workspace =
     (await service.workspaces.findDemo()) ??
     (await service.workspaces.create({ name: "Demo workspace", credits: 1000, demo: true }));
@@ -32,13 +42,14 @@ async function createDemoKey(service: RunningService): Promise<{ workspaceId: st
     ipAllowList: [],
     rateLimitPerMin: 100,
   });
-  return { workspaceId: workspace._id, secret };
+  const { senderId, templateId } = await ensureDemoSenderAndTemplate(service.db, systemClock, workspace._id);
+  return { workspaceId: workspace._id, secret, senderId, templateId };
 }
 
 function banner(
   config: Config,
   service: RunningService,
-  demo: { workspaceId: string; secret: string } | undefined,
+  demo: Demo | undefined,
   consoleToken: string,
   tokenGenerated: boolean,
   demoAdmin: { email: string; password: string } | undefined,
@@ -62,6 +73,7 @@ function banner(
     lines.push(`Console sign-in (bootstrap admin; a new password each start): ${demoAdmin.email} / ${demoAdmin.password}`, "");
   }
   if (demo) {
+    const sendBody = JSON.stringify({ to: "4915112345678", sender: demo.senderId, template: { id: demo.templateId, variables: { name: "Ada", code: "123456" } } });
     lines.push(
       `Demo workspace ${demo.workspaceId}, API key (shown once; a new one each start):`,
       `  export API_KEY=${demo.secret}`,
@@ -74,6 +86,18 @@ function banner(
       `  npx buf curl --schema . --protocol grpc --http2-prior-knowledge -H "Authorization: Bearer $API_KEY" ${api}/messaging.v1.AccountService/GetMe`,
       "gRPC with grpcurl:",
       `  grpcurl -plaintext -import-path proto -import-path node_modules/google-proto-files -proto messaging/v1/account.proto -H "Authorization: Bearer $API_KEY" localhost:${service.publicPort} messaging.v1.AccountService/GetMe`,
+      "",
+      `Send a message (${config.messagePriceCredits} credit each; network: ${config.network}; numbers ending in 9990-9995 are the simulator's test numbers, see README):`,
+      `  curl -s ${api}/v1/messages -H "Authorization: Bearer $API_KEY" -H "Content-Type: application/json" -H "Idempotency-Key: demo-$(date +%s)" \\`,
+      `    -d '${sendBody}'`,
+      "Read it back (status moves to sent, delivered and read within seconds):",
+      `  curl -s ${api}/v1/messages/MESSAGE_ID -H "Authorization: Bearer $API_KEY"`,
+      `  curl -s "${api}/v1/messages?status=read" -H "Authorization: Bearer $API_KEY"`,
+      "Send over gRPC:",
+      `  npx buf curl --schema . --protocol grpc --http2-prior-knowledge -H "Authorization: Bearer $API_KEY" -d '${sendBody}' ${api}/messaging.v1.MessageService/SendMessage`,
+      "Simulate the recipient's reply, see the credits:",
+      "  npx msgsvc simulate reply --message MESSAGE_ID --text 'Thanks!'",
+      `  npx msgsvc credits ledger --workspace ${demo.workspaceId}`,
       "",
     );
   }

@@ -17,6 +17,7 @@ import { createConsoleCapability } from "./console/console-capability.js";
 import { createConsoleUserStore } from "./console/users/user-store.js";
 import { createTenancyCapability } from "./console/tenancy-capability.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
+import { createMessagingCapabilities } from "./messages/messaging-capability.js";
 import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gateway/interceptors.js";
 import { createRpcServer, type RpcServer } from "./gateway/rpc-server.js";
 import { mergeServices, registerService } from "./gateway/services.js";
@@ -75,6 +76,7 @@ function createCapabilities(platform: Platform, auditLog: AuditLog): Capability[
     createTenancyCapability(platform),
     createConsoleCapability(platform, auditLog),
     createOpenApiCapability(),
+    ...createMessagingCapabilities(platform),
   ];
 }
 

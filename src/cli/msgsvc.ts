@@ -2,8 +2,12 @@ import { Command } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describeError } from "../shared/errors.js";
 import { auditCommands } from "./commands/audit.js";
+import { creditCommands } from "./commands/credits.js";
 import { keyCommands } from "./commands/keys.js";
 import { requestCommands } from "./commands/requests.js";
+import { senderCommands } from "./commands/senders.js";
+import { simulateCommands } from "./commands/simulate.js";
+import { templateCommands } from "./commands/templates.js";
 import { userCommands } from "./commands/users.js";
 import { workspaceCommands } from "./commands/workspaces.js";
 import { createCliContext, UsageError, type CliContext } from "./context.js";
@@ -17,7 +21,17 @@ import { createCliContext, UsageError, type CliContext } from "./context.js";
  */
 
 /** The command groups, one module each under commands/. */
-const groups: ((ctx: CliContext) => Command)[] = [workspaceCommands, keyCommands, userCommands, requestCommands, auditCommands];
+const groups: ((ctx: CliContext) => Command)[] = [
+  workspaceCommands,
+  keyCommands,
+  senderCommands,
+  templateCommands,
+  creditCommands,
+  simulateCommands,
+  userCommands,
+  requestCommands,
+  auditCommands,
+];
 
 /**
  * Runs the CLI with `argv` (without node and script); resolves to the exit

@@ -13,6 +13,8 @@ export interface JobSpec<Data = unknown> {
   concurrency?: number;
   /** How long a claimed run stays locked before another worker may take it over, in ms. */
   lockLifetimeMs?: number;
+  /** Deletes a one-off run's job document once it completed (keeps `jobs` small for per-item jobs). */
+  removeOnComplete?: boolean;
 }
 
 /** Background work on Agenda (DESIGN.md §6), with jobs stored in the `jobs` collection. */
@@ -49,6 +51,7 @@ export function createScheduler(db: Db, logger: Logger, processEveryMs = 5000): 
       agenda.define(spec.name, (job: Job<never>) => spec.run(job.attrs.data, job as never), {
         ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
         ...(spec.lockLifetimeMs ? { lockLifetime: spec.lockLifetimeMs } : {}),
+        ...(spec.removeOnComplete ? { removeOnComplete: true } : {}),
       });
     },
     async every(interval, name) {

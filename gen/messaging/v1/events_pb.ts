@@ -93,7 +93,8 @@ export type MessageEventData = Message<"messaging.v1.MessageEventData"> & {
   status: string;
 
   /**
-   * Identifier assigned by the messaging network.
+   * Identifier assigned by the messaging network; empty on a message.failed
+   * of a message the network refused before accepting it.
    *
    * @generated from field: string wa_message_id = 4;
    */

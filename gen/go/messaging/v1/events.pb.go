@@ -109,7 +109,8 @@ type MessageEventData struct {
 	// Message status, for example "delivered" on message.delivered. On
 	// message.received: "received".
 	Status string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
-	// Identifier assigned by the messaging network.
+	// Identifier assigned by the messaging network; empty on a message.failed
+	// of a message the network refused before accepting it.
 	WaMessageId string `protobuf:"bytes,4,opt,name=wa_message_id,json=waMessageId,proto3" json:"wa_message_id,omitempty"`
 	// When the status change happened on the network side.
 	OccurredAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`

@@ -1,0 +1,39 @@
+import { Command } from "commander";
+import { CreditLedgerEntrySchema, CreditService } from "../../../gen/messaging/console/v1/credits_pb.js";
+import { toRestJson } from "../../gateway/rest-json.js";
+import { wholeNumber, type CliContext } from "../context.js";
+
+/** `msgsvc credits …`: add (top up), ledger. */
+export function creditCommands(ctx: CliContext): Command {
+  const columns = ["id", "kind", "amount", "balance_after", "message_id", "note", "created_at"];
+  const credits = new Command("credits").description("top up credits and read the credit ledger");
+  credits
+    .command("add")
+    .description("add credits to a workspace's balance")
+    .requiredOption("--workspace <id>", "workspace to top up")
+    .requiredOption("--amount <n>", "credits to add, 1 to 1000000000")
+    .option("--note <text>", "why, for the ledger", "")
+    .option("--json", "print JSON")
+    .action(async (o: { workspace: string; amount: string; note: string; json?: boolean }) => {
+      const res = await ctx.client(CreditService).addCredits({ workspaceId: o.workspace, amount: BigInt(wholeNumber("--amount", o.amount)), note: o.note });
+      if (o.json) {
+        ctx.printJson({ entry: toRestJson(CreditLedgerEntrySchema, res.entry!), credit_balance: Number(res.creditBalance) });
+        return;
+      }
+      ctx.print(CreditLedgerEntrySchema, res.entry!, columns, false);
+      ctx.say(`\nBalance: ${res.creditBalance} credits`, false);
+    });
+  credits
+    .command("ledger")
+    .description("list a workspace's top-ups, spends and refunds, newest first")
+    .requiredOption("--workspace <id>", "workspace of the ledger")
+    .option("--page-size <n>", "items per page (at most 100)", "100")
+    .option("--page-token <token>", "token of the page to show", "")
+    .option("--json", "print JSON")
+    .action(async (o: { workspace: string; pageSize: string; pageToken: string; json?: boolean }) => {
+      const res = await ctx.client(CreditService).listCreditLedgerEntries({ workspaceId: o.workspace, pageSize: Number(o.pageSize), pageToken: o.pageToken });
+      ctx.print(CreditLedgerEntrySchema, res.data, columns, !!o.json);
+      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+    });
+  return credits;
+}

@@ -1,0 +1,194 @@
+import type { Collection, Db } from "mongodb";
+import type { Clock } from "../shared/clock.js";
+import { isDuplicateKeyError } from "../shared/errors.js";
+import { newId } from "../shared/ids.js";
+import { listPage, type Page, type PageRequest } from "../store/pagination.js";
+
+/** One change of a workspace's balance, as stored in `credit_ledger`. */
+export interface LedgerEntry {
+  /** "top_up:<uuid>", "spend:<message id>" or "refund:<message id>": unique, so an entry is written once. */
+  _id: string;
+  workspace_id: string;
+  kind: "top_up" | "spend" | "refund";
+  /** Signed change in credits. */
+  amount: number;
+  /** Balance right after the change; null when the recovery sweep completed the entry. */
+  balance_after: number | null;
+  message_id: string | null;
+  note: string | null;
+  created_at: Date;
+}
+
+/**
+ * A balance change applied to the workspace but not yet in the ledger, kept
+ * in the workspace document under `credit_ops.<entry id>` by the same atomic
+ * update that changes the balance. It makes every change exactly-once
+ * without transactions: the update's filter requires the operation to be
+ * absent, and the operation is removed only after its ledger entry exists.
+ */
+interface PendingOperation {
+  kind: LedgerEntry["kind"];
+  amount: number;
+  message_id: string | null;
+  note: string | null;
+  at: Date;
+}
+
+interface WorkspaceCredits {
+  _id: string;
+  credit_balance: number;
+  credit_ops?: Record<string, PendingOperation>;
+}
+
+/** Balances and the credit ledger (DESIGN.md §5: single-document atomic updates only). */
+export interface CreditStore {
+  readonly ledger: Collection<LedgerEntry>;
+  /**
+   * Reserves `amount` credits for message `messageId` with one conditional
+   * update of the balance (it never goes below 0). Resolves to the balance
+   * after, or null when the balance is too low (nothing changed). Follow
+   * with settleSpend once the message is stored, or releaseSpend if it
+   * could not be.
+   */
+  reserve(workspaceId: string, messageId: string, amount: number): Promise<number | null>;
+  /** Writes the spend's ledger entry and clears the pending operation. Idempotent. */
+  settleSpend(workspaceId: string, messageId: string, balanceAfter: number | null): Promise<void>;
+  /** Gives back a reservation whose message was never stored. Idempotent. */
+  releaseSpend(workspaceId: string, messageId: string): Promise<void>;
+  /**
+   * Refunds the credits of message `messageId` exactly once, however often
+   * it is called (crash recovery calls it again): the balance goes up, a
+   * refund entry is written, then `markDone` runs (the caller records the
+   * refund on the message), then the pending operation is cleared.
+   */
+  refund(workspaceId: string, messageId: string, amount: number, markDone: () => Promise<void>): Promise<void>;
+  /** Adds credits and records a top-up; resolves to the entry and the balance after. */
+  topUp(workspaceId: string, amount: number, note: string | null): Promise<{ entry: LedgerEntry; balance: number } | null>;
+  /** A workspace's ledger, newest first. */
+  list(workspaceId: string, page: PageRequest): Promise<Page<LedgerEntry>>;
+  /**
+   * Completes operations pending for longer than `olderThanMs` (a process
+   * stopped between balance and ledger): top-ups get their entry; a spend
+   * whose message exists (`messageExists`) gets its entry, one whose message
+   * was never stored is given back. Refunds are left to the caller's
+   * recovery, which calls refund again.
+   */
+  recover(olderThanMs: number, messageExists: (messageId: string) => Promise<boolean>): Promise<number>;
+  ensureIndexes(): Promise<void>;
+}
+
+/** Creates the credit store over `db` (the `workspaces` balance and the `credit_ledger` collection). */
+export function createCreditStore(db: Db, clock: Clock): CreditStore {
+  const workspaces = db.collection<WorkspaceCredits>("workspaces");
+  const ledger = db.collection<LedgerEntry>("credit_ledger");
+
+  /** Applies `op` as `opId` to the balance unless already pending; null when refused by `guard`. */
+  async function apply(workspaceId: string, opId: string, op: PendingOperation, guard: object = {}): Promise<WorkspaceCredits | null> {
+    return workspaces.findOneAndUpdate(
+      { _id: workspaceId, [`credit_ops.${opId}`]: { $exists: false }, ...guard },
+      { $inc: { credit_balance: op.amount }, $set: { [`credit_ops.${opId}`]: op } },
+      { returnDocument: "after" },
+    );
+  }
+
+  async function writeEntry(entry: LedgerEntry): Promise<void> {
+    try {
+      await ledger.insertOne(entry);
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err;
+    }
+  }
+
+  const clear = (workspaceId: string, opId: string) =>
+    workspaces.updateOne({ _id: workspaceId }, { $unset: { [`credit_ops.${opId}`]: "" } });
+
+  const entryOf = (workspaceId: string, opId: string, op: PendingOperation, balanceAfter: number | null): LedgerEntry => ({
+    _id: opId,
+    workspace_id: workspaceId,
+    kind: op.kind,
+    amount: op.amount,
+    balance_after: balanceAfter,
+    message_id: op.message_id,
+    note: op.note,
+    created_at: op.at,
+  });
+
+  async function settle(workspaceId: string, opId: string, balanceAfter: number | null): Promise<void> {
+    const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { [`credit_ops.${opId}`]: 1 } });
+    const op = doc?.credit_ops?.[opId];
+    if (!op) return;
+    await writeEntry(entryOf(workspaceId, opId, op, balanceAfter));
+    await clear(workspaceId, opId);
+  }
+
+  async function releaseSpend(workspaceId: string, messageId: string): Promise<void> {
+    const opId = `spend:${messageId}`;
+    const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { [`credit_ops.${opId}`]: 1 } });
+    const op = doc?.credit_ops?.[opId];
+    if (!op) return;
+    await workspaces.updateOne(
+      { _id: workspaceId, [`credit_ops.${opId}`]: { $exists: true } },
+      { $inc: { credit_balance: -op.amount }, $unset: { [`credit_ops.${opId}`]: "" } },
+    );
+  }
+
+  return {
+    ledger,
+    async reserve(workspaceId, messageId, amount) {
+      const op: PendingOperation = { kind: "spend", amount: -amount, message_id: messageId, note: null, at: clock.now() };
+      const after = await apply(workspaceId, `spend:${messageId}`, op, { credit_balance: { $gte: amount } });
+      if (after) return after.credit_balance;
+      // Reserved already by an earlier attempt of the same message (an idempotent retry after a crash)?
+      const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { credit_balance: 1, [`credit_ops.spend:${messageId}`]: 1 } });
+      return doc?.credit_ops?.[`spend:${messageId}`] ? doc.credit_balance : null;
+    },
+    settleSpend: (workspaceId, messageId, balanceAfter) => settle(workspaceId, `spend:${messageId}`, balanceAfter),
+    releaseSpend,
+    async refund(workspaceId, messageId, amount, markDone) {
+      const opId = `refund:${messageId}`;
+      const op: PendingOperation = { kind: "refund", amount, message_id: messageId, note: null, at: clock.now() };
+      const after = amount > 0 ? await apply(workspaceId, opId, op) : null;
+      if (after) {
+        await writeEntry(entryOf(workspaceId, opId, op, after.credit_balance));
+      } else if (amount > 0) {
+        // Already applied by an earlier call that stopped half-way: complete its entry.
+        const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { [`credit_ops.${opId}`]: 1 } });
+        const pending = doc?.credit_ops?.[opId];
+        if (pending) await writeEntry(entryOf(workspaceId, opId, pending, null));
+      }
+      await markDone();
+      await clear(workspaceId, opId);
+    },
+    async topUp(workspaceId, amount, note) {
+      const opId = `top_up:${newId()}`;
+      const op: PendingOperation = { kind: "top_up", amount, message_id: null, note, at: clock.now() };
+      const after = await apply(workspaceId, opId, op);
+      if (!after) return null;
+      const entry = entryOf(workspaceId, opId, op, after.credit_balance);
+      await writeEntry(entry);
+      await clear(workspaceId, opId);
+      return { entry, balance: after.credit_balance };
+    },
+    list: (workspaceId, page) => listPage(ledger, { workspace_id: workspaceId }, page),
+    async recover(olderThanMs, messageExists) {
+      const cutoff = clock.now().getTime() - olderThanMs;
+      let completed = 0;
+      const pending = workspaces.find({ credit_ops: { $gt: {} } }, { projection: { credit_ops: 1 } });
+      for await (const doc of pending) {
+        for (const [opId, op] of Object.entries(doc.credit_ops ?? {})) {
+          if (op.at.getTime() > cutoff || op.kind === "refund") continue;
+          if (op.kind === "spend" && op.message_id && !(await messageExists(op.message_id))) {
+            await releaseSpend(doc._id, op.message_id);
+          } else {
+            await settle(doc._id, opId, null);
+          }
+          completed++;
+        }
+      }
+      return completed;
+    },
+    async ensureIndexes() {
+      await ledger.createIndex({ workspace_id: 1, created_at: -1, _id: -1 });
+    },
+  };
+}

@@ -1,0 +1,128 @@
+import { createHash } from "node:crypto";
+import type { Collection, Db } from "mongodb";
+import type { Clock } from "../shared/clock.js";
+import { apiError, isDuplicateKeyError } from "../shared/errors.js";
+
+/** How long an Idempotency-Key is remembered, in ms (24 hours, as Stripe does). */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** How long a request may hold its key before a retry may take it over, in ms. */
+const IN_PROGRESS_TIMEOUT_MS = 60_000;
+
+/** A remembered Idempotency-Key, in `idempotency_keys`. */
+export interface IdempotencyRecord {
+  /** "<api key id>:<Idempotency-Key>": keys are scoped to the API key. */
+  _id: string;
+  /** SHA-256 of the request's canonical form. */
+  fingerprint: string;
+  /** The message the request creates (chosen before it is created, so a retry after a crash finds it). */
+  message_id: string;
+  /** "in_progress" until the message is stored. */
+  state: "in_progress" | "completed";
+  created_at: Date;
+}
+
+/** What a send with an Idempotency-Key should do. */
+export type IdempotencyDecision =
+  /** Go on and create message `messageId`, then call complete(). */
+  | { kind: "proceed"; messageId: string; complete(): Promise<void>; abandon(): Promise<void> }
+  /** Answer with the message already created. */
+  | { kind: "replay"; messageId: string };
+
+/** Hex SHA-256 of a JSON value with object keys sorted (key order does not change a request). */
+export function fingerprintOf(value: unknown): string {
+  const canonical = (v: unknown): unknown =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
+      : v;
+  return createHash("sha256").update(JSON.stringify(canonical(value))).digest("hex");
+}
+
+/** The rule an Idempotency-Key must meet, as said in errors. */
+export const IDEMPOTENCY_KEY_RULE = "must be 1 to 255 printable ASCII characters";
+
+/** True when `key` meets IDEMPOTENCY_KEY_RULE. */
+export function isValidIdempotencyKey(key: string): boolean {
+  return /^[\x21-\x7e]{1,255}$/.test(key);
+}
+
+/** Idempotency-Key bookkeeping (scoped to the API key, kept 24 h, pruned by the sweep: FerretDB has no TTL indexes). */
+export interface IdempotencyStore {
+  readonly collection: Collection<IdempotencyRecord>;
+  /**
+   * Claims `key` for a request of `fingerprint`, proposing `messageId`.
+   *
+   * @throws ConnectError conflict when the key was used with another body,
+   *   or when a request with the key is still in progress.
+   */
+  begin(apiKeyId: string, key: string, fingerprint: string, messageId: string, messageExists: (id: string) => Promise<boolean>): Promise<IdempotencyDecision>;
+  /** Deletes keys older than 24 h; resolves to the count. */
+  prune(): Promise<number>;
+  ensureIndexes(): Promise<void>;
+}
+
+/** Creates the idempotency store over `db`. */
+export function createIdempotencyStore(db: Db, clock: Clock): IdempotencyStore {
+  const collection = db.collection<IdempotencyRecord>("idempotency_keys");
+
+  const proceed = (id: string, messageId: string): IdempotencyDecision => ({
+    kind: "proceed",
+    messageId,
+    complete: async () => {
+      await collection.updateOne({ _id: id }, { $set: { state: "completed" } });
+    },
+    abandon: async () => {
+      await collection.deleteOne({ _id: id, state: "in_progress", message_id: messageId });
+    },
+  });
+
+  return {
+    collection,
+    async begin(apiKeyId, key, fingerprint, messageId, messageExists) {
+      const id = `${apiKeyId}:${key}`;
+      const now = clock.now();
+      for (let attempt = 0; attempt < 3; attempt++) {
+        try {
+          await collection.insertOne({ _id: id, fingerprint, message_id: messageId, state: "in_progress", created_at: now });
+          return proceed(id, messageId);
+        } catch (err) {
+          if (!isDuplicateKeyError(err)) throw err;
+        }
+        const existing = await collection.findOne({ _id: id });
+        if (!existing) continue; // abandoned meanwhile: try again
+        const age = now.getTime() - existing.created_at.getTime();
+        if (age >= IDEMPOTENCY_TTL_MS) {
+          // Expired but not yet pruned: the key is free again.
+          await collection.deleteOne({ _id: id, created_at: existing.created_at });
+          continue;
+        }
+        if (existing.fingerprint !== fingerprint) {
+          throw apiError("conflict", "This Idempotency-Key was already used with a different request body", { idempotency_key: key });
+        }
+        if (existing.state === "completed") return { kind: "replay", messageId: existing.message_id };
+        if (await messageExists(existing.message_id)) {
+          // The first request stored its message but stopped before completing the key.
+          await collection.updateOne({ _id: id }, { $set: { state: "completed" } });
+          return { kind: "replay", messageId: existing.message_id };
+        }
+        if (age < IN_PROGRESS_TIMEOUT_MS) {
+          throw apiError("conflict", "A request with this Idempotency-Key is still in progress; retry shortly", { idempotency_key: key });
+        }
+        // The first request stopped before storing its message: take the key over, keeping its message id.
+        const taken = await collection.findOneAndUpdate(
+          { _id: id, state: "in_progress", created_at: existing.created_at },
+          { $set: { created_at: now } },
+        );
+        if (taken) return proceed(id, existing.message_id);
+      }
+      throw apiError("conflict", "A request with this Idempotency-Key is still in progress; retry shortly", { idempotency_key: key });
+    },
+    async prune() {
+      const result = await collection.deleteMany({ created_at: { $lt: new Date(clock.now().getTime() - IDEMPOTENCY_TTL_MS) } });
+      return result.deletedCount;
+    },
+    async ensureIndexes() {
+      await collection.createIndex({ created_at: 1 });
+    },
+  };
+}

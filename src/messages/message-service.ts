@@ -1,0 +1,219 @@
+import { randomUUID } from "node:crypto";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { MessageService, SendMessageRequest } from "../../gen/messaging/v1/messages_pb.js";
+import type { CreditStore } from "../credits/credit-store.js";
+import { principalOf, requestState } from "../gateway/request-state.js";
+import type { SenderRecord, SenderStore } from "../senders/sender-store.js";
+import type { Clock } from "../shared/clock.js";
+import { apiError, notFound } from "../shared/errors.js";
+import { newId } from "../shared/ids.js";
+import type { Logger } from "../shared/logger.js";
+import { charLength, Violations } from "../shared/validation.js";
+import { MAX_BODY_CHARS, MAX_VARIABLE_VALUE_CHARS, renderBody } from "../templates/template-body.js";
+import type { TemplateRecord, TemplateStore } from "../templates/template-store.js";
+import { fingerprintOf, IDEMPOTENCY_KEY_RULE, isValidIdempotencyKey, type IdempotencyStore } from "./idempotency.js";
+import { messageToProto, statusFromProto } from "./message-proto.js";
+import type { MessageRecord, MessageStore } from "./message-store.js";
+import { isPhoneNumber, PHONE_NUMBER_RULE } from "./phone-number.js";
+
+const SENDER_ID = /^snd_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const TEMPLATE_ID = /^tpl_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Largest flow token, in characters. */
+export const MAX_FLOW_TOKEN_CHARS = 200;
+
+/** What the message service needs. */
+export interface MessageServiceDeps {
+  messages: MessageStore;
+  senders: SenderStore;
+  templates: TemplateStore;
+  credits: CreditStore;
+  idempotency: IdempotencyStore;
+  clock: Clock;
+  logger: Logger;
+  /** Credits one message costs (MESSAGE_PRICE_CREDITS). */
+  priceCredits: number;
+  /** Whether senders need a WhatsApp phone number ID (NETWORK=whatsapp). */
+  requirePhoneNumberId: boolean;
+  /** Hands an accepted message to dispatch (an Agenda job); a failure is left to the sweep. */
+  enqueue(messageId: string): Promise<void>;
+}
+
+/** The rules of the send payload that need no database: every broken one is reported. */
+function checkShape(req: SendMessageRequest, v: Violations): void {
+  v.addIf(!isPhoneNumber(req.to), "to", PHONE_NUMBER_RULE);
+  v.addIf(!SENDER_ID.test(req.sender), "sender", "must be a sender id such as snd_<uuid> (see GET /v1/senders)");
+  const template = req.template;
+  if (!template) {
+    v.add("template", "is required: {\"id\": \"tpl_…\", \"variables\": {…}}");
+    return;
+  }
+  v.addIf(!TEMPLATE_ID.test(template.id), "template.id", "must be a template id such as tpl_<uuid> (see GET /v1/templates)");
+  for (const [name, value] of Object.entries(template.variables)) {
+    const field = `template.variables.${name}`;
+    v.addIf(charLength(value) > MAX_VARIABLE_VALUE_CHARS, field, `must be at most ${MAX_VARIABLE_VALUE_CHARS} characters`);
+    // WhatsApp refuses template parameters with new lines, tabs or more than four spaces in a row.
+    v.addIf(/[\n\r\t]| {5,}/.test(value), field, "must not contain new lines, tabs or more than four spaces in a row");
+  }
+  const token = template.flow?.token ?? "";
+  v.addIf(token !== "" && !/^[\x20-\x7e]+$/.test(token), "template.flow.token", "must be printable ASCII");
+  v.addIf(charLength(token) > MAX_FLOW_TOKEN_CHARS, "template.flow.token", `must be at most ${MAX_FLOW_TOKEN_CHARS} characters`);
+}
+
+/** The rules that need the sender and template of the workspace. */
+function checkAgainst(
+  req: SendMessageRequest,
+  sender: SenderRecord | null | undefined,
+  template: TemplateRecord | null | undefined,
+  deps: MessageServiceDeps,
+  v: Violations,
+): void {
+  if (sender === undefined) {
+    // malformed id: already reported
+  } else if (!sender) v.add("sender", "no sender with this id in the workspace (see GET /v1/senders)");
+  else if (sender.status !== "active") v.add("sender", "is archived; send from an active sender");
+  else v.addIf(deps.requirePhoneNumberId && !sender.whatsapp_phone_number_id, "sender", "has no WhatsApp phone number ID; set one in the console");
+  const given = req.template?.variables ?? {};
+  if (template === undefined) return;
+  if (!template) {
+    v.add("template.id", "no template with this id in the workspace (see GET /v1/templates)");
+    return;
+  }
+  if (template.status !== "active") v.add("template.id", "is archived; use an active template");
+  const known = template.variables.map((x) => x.name);
+  for (const variable of template.variables) {
+    v.addIf(variable.required && (given[variable.name] ?? "") === "", `template.variables.${variable.name}`, "is required by the template");
+  }
+  for (const name of Object.keys(given)) {
+    v.addIf(!known.includes(name), `template.variables.${name}`, `is not a variable of the template (it has: ${known.join(", ") || "none"})`);
+  }
+  v.addIf(!template.flow_id && (req.template?.flow?.token ?? "") !== "", "template.flow.token", "the template carries no flow");
+  v.addIf(charLength(renderBody(template.body, given)) > MAX_BODY_CHARS, "template.variables", `the rendered message must be at most ${MAX_BODY_CHARS} characters`);
+}
+
+/**
+ * Handlers of messaging.v1.MessageService.
+ *
+ * SendMessage (POST /v1/messages, scope messages:send): validates every rule
+ * at once (invalid_argument naming each field), then, with an
+ * Idempotency-Key, replays the first answer for the same body (header
+ * Idempotent-Replayed: true) or refuses another body with conflict; then
+ * reserves the price with one conditional update of the balance
+ * (insufficient_credits otherwise, creating nothing), stores the message
+ * (status accepted: the outbox) and hands it to dispatch.
+ *
+ * GetMessage and ListMessages (scope messages:read) show only the calling
+ * key's messages; another key's message is not_found.
+ */
+export function createMessageService(deps: MessageServiceDeps): Partial<ServiceImpl<typeof MessageService>> {
+  const { messages, senders, templates, credits, idempotency, clock } = deps;
+
+  return {
+    async sendMessage(req, context) {
+      const principal = principalOf(context);
+      const workspaceId = principal.workspaceId;
+      const idempotencyKey = context.requestHeader.get("idempotency-key");
+      const v = new Violations();
+      v.addIf(idempotencyKey !== null && !isValidIdempotencyKey(idempotencyKey), "Idempotency-Key", IDEMPOTENCY_KEY_RULE);
+      checkShape(req, v);
+      // Rules that need the database are checked too (for well-formed ids), so every violation is named at once.
+      const senderShaped = SENDER_ID.test(req.sender);
+      const templateShaped = TEMPLATE_ID.test(req.template?.id ?? "");
+      const [senderRecord, templateRecord] = await Promise.all([
+        senderShaped ? senders.get(req.sender) : null,
+        templateShaped ? templates.get(req.template?.id as string) : null,
+      ]);
+      const sender = senderRecord?.workspace_id === workspaceId ? senderRecord : null;
+      const template = templateRecord?.workspace_id === workspaceId ? templateRecord : null;
+      checkAgainst(req, senderShaped ? sender : undefined, templateShaped ? template : undefined, deps, v);
+      v.check();
+      if (!sender || !template || !req.template) throw new Error("unreachable: checked above");
+
+      const variables = req.template.variables;
+      const givenToken = req.template.flow?.token ?? "";
+      let messageId = newId("msg");
+      const decision = idempotencyKey
+        ? await idempotency.begin(
+            principal.apiKeyId,
+            idempotencyKey,
+            fingerprintOf({ to: req.to, sender: req.sender, template: { id: template._id, variables, flow_token: givenToken } }),
+            messageId,
+            messages.exists,
+          )
+        : undefined;
+      if (decision?.kind === "replay") {
+        const original = await messages.collection.findOne({ _id: decision.messageId });
+        if (!original) throw apiError("internal", "The message of this Idempotency-Key is missing");
+        requestState(context).setHeader("idempotent-replayed", "true");
+        return { message: messageToProto(original) };
+      }
+      if (decision) messageId = decision.messageId;
+
+      try {
+        const price = deps.priceCredits;
+        const balance = await credits.reserve(workspaceId, messageId, price);
+        if (balance === null) {
+          throw apiError("insufficient_credits", `The workspace's credit balance cannot pay for this message, which costs ${price} credits`, {
+            price_credits: String(price),
+          });
+        }
+        const flowToken = template.flow_id ? givenToken || randomUUID() : null;
+        const now = clock.now();
+        const record: MessageRecord = {
+          _id: messageId,
+          workspace_id: workspaceId,
+          direction: "outbound",
+          api_key_id: principal.apiKeyId,
+          to: req.to,
+          from: sender.phone_number,
+          sender_id: sender._id,
+          template_id: template._id,
+          flow_token: flowToken,
+          status: "accepted",
+          wa_message_id: null,
+          error: null,
+          credits: price,
+          created_at: now,
+          sent_at: null,
+          delivered_at: null,
+          read_at: null,
+          failed_at: null,
+          refund_state: "none",
+          send: {
+            from_phone_number: sender.phone_number,
+            from_phone_number_id: sender.whatsapp_phone_number_id,
+            template_name: template.name,
+            language: template.language,
+            parameters: template.variables.map((x) => ({ name: x.name, value: variables[x.name] ?? "" })),
+            flow: template.flow_id && flowToken ? { flow_id: template.flow_id, token: flowToken } : null,
+            text: renderBody(template.body, variables),
+          },
+          dispatch: { state: "pending", attempts: 0, next_attempt_at: now, claimed_at: null, last_error: null },
+        };
+        try {
+          await messages.collection.insertOne(record);
+        } catch (err) {
+          await credits.releaseSpend(workspaceId, messageId).catch(() => undefined); // else the sweep gives it back
+          throw err;
+        }
+        await credits.settleSpend(workspaceId, messageId, balance);
+        await decision?.complete();
+        await deps.enqueue(messageId).catch((err: unknown) => deps.logger.warn({ err, messageId }, "dispatch not scheduled; the sweep will"));
+        return { message: messageToProto(record) };
+      } catch (err) {
+        await decision?.abandon();
+        throw err;
+      }
+    },
+    async getMessage(req, context) {
+      const record = await messages.getForKey(req.id, principalOf(context).apiKeyId);
+      if (!record) throw notFound("message", req.id);
+      return { message: messageToProto(record) };
+    },
+    async listMessages(req, context) {
+      const v = new Violations().addIf(req.to !== "" && !isPhoneNumber(req.to), "to", PHONE_NUMBER_RULE);
+      v.check();
+      const page = await messages.listForKey(principalOf(context).apiKeyId, { status: statusFromProto(req.status), to: req.to || undefined }, req);
+      return { object: "list", data: page.items.map(messageToProto), total: page.total, nextPageToken: page.nextPageToken };
+    },
+  };
+}

@@ -1,0 +1,102 @@
+import type { Collection, Db, Filter } from "mongodb";
+import type { InboundContent, NetworkErrorInfo } from "../network/network.js";
+import { listPage, type Page, type PageRequest } from "../store/pagination.js";
+
+/** Statuses of outbound messages in their order; "failed" is final and outside it. */
+export const STATUS_ORDER = ["accepted", "sent", "delivered", "read"] as const;
+
+/** Status of a stored message; inbound messages are "received". */
+export type StoredStatus = (typeof STATUS_ORDER)[number] | "failed" | "received";
+
+/** What dispatch hands the network, fixed at acceptance (later archival or edits do not change it). */
+export interface SendSnapshot {
+  from_phone_number: string;
+  from_phone_number_id: string | null;
+  template_name: string;
+  language: string;
+  parameters: { name: string; value: string }[];
+  flow: { flow_id: string; token: string } | null;
+  text: string;
+}
+
+/**
+ * Dispatch state of an outbound message (the outbox): "pending" until a job
+ * claims it, "claimed" while the network is called, "done" once the network
+ * answered (accepted or refused for good).
+ */
+export interface DispatchState {
+  state: "pending" | "claimed" | "done";
+  attempts: number;
+  next_attempt_at: Date;
+  claimed_at: Date | null;
+  last_error: NetworkErrorInfo | null;
+}
+
+/** A message as stored in `messages`: outbound (sent by an API key) or inbound (a reply). */
+export interface MessageRecord {
+  /** Shape msg_<uuid>. */
+  _id: string;
+  workspace_id: string;
+  direction: "outbound" | "inbound";
+  /** Key that sent it (outbound); null for inbound. */
+  api_key_id: string | null;
+  /** Recipient (outbound) or the workspace's number written to (inbound). */
+  to: string;
+  /** The workspace's number (outbound) or the writer (inbound). */
+  from: string;
+  sender_id: string | null;
+  template_id: string | null;
+  flow_token: string | null;
+  status: StoredStatus;
+  wa_message_id: string | null;
+  error: NetworkErrorInfo | null;
+  /** Credits spent. */
+  credits: number;
+  created_at: Date;
+  sent_at: Date | null;
+  delivered_at: Date | null;
+  read_at: Date | null;
+  failed_at: Date | null;
+  /** Refund of a failed outbound message: "due" from the failure until the refund is complete. */
+  refund_state: "none" | "due" | "done";
+  /** Outbound only. */
+  send?: SendSnapshot;
+  dispatch?: DispatchState;
+  /** Inbound only: what was written and what it replies to. */
+  content?: InboundContent;
+  reply_to_message_id?: string | null;
+}
+
+/** Access to the `messages` collection. */
+export interface MessageStore {
+  readonly collection: Collection<MessageRecord>;
+  /** Whether a message with `id` exists. */
+  exists(id: string): Promise<boolean>;
+  /** An outbound message sent by key `apiKeyId`, or null (also for another key's message). */
+  getForKey(id: string, apiKeyId: string): Promise<MessageRecord | null>;
+  /** Outbound messages of key `apiKeyId`, newest first, optionally by status and recipient. */
+  listForKey(apiKeyId: string, filter: { status?: StoredStatus; to?: string }, page: PageRequest): Promise<Page<MessageRecord>>;
+  ensureIndexes(): Promise<void>;
+}
+
+/** Creates the message store over `db`. */
+export function createMessageStore(db: Db): MessageStore {
+  const collection = db.collection<MessageRecord>("messages");
+  return {
+    collection,
+    exists: async (id) => (await collection.countDocuments({ _id: id }, { limit: 1 })) > 0,
+    getForKey: (id, apiKeyId) => collection.findOne({ _id: id, api_key_id: apiKeyId, direction: "outbound" }),
+    listForKey(apiKeyId, { status, to }, page) {
+      const filter: Filter<MessageRecord> = { api_key_id: apiKeyId, direction: "outbound" };
+      if (status) filter.status = status;
+      if (to) filter.to = to;
+      return listPage(collection, filter, page);
+    },
+    async ensureIndexes() {
+      await collection.createIndex({ api_key_id: 1, created_at: -1, _id: -1 });
+      await collection.createIndex({ wa_message_id: 1 });
+      await collection.createIndex({ "dispatch.state": 1, "dispatch.next_attempt_at": 1 });
+      await collection.createIndex({ refund_state: 1 });
+    },
+  };
+}

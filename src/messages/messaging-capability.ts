@@ -1,0 +1,112 @@
+import { SimulatorService } from "../../gen/messaging/console/v1/simulator_pb.js";
+import { MessageService } from "../../gen/messaging/v1/messages_pb.js";
+import type { Capability, Platform } from "../capability.js";
+import { createCreditsCapability } from "../credits/credits-capability.js";
+import { createCreditStore } from "../credits/credit-store.js";
+import { registerService } from "../gateway/services.js";
+import { createNetwork } from "../network/create-network.js";
+import { createSimulatorService } from "../network/simulator-service.js";
+import { createSendersCapability } from "../senders/senders-capability.js";
+import { createSenderStore } from "../senders/sender-store.js";
+import { createTemplatesCapability } from "../templates/templates-capability.js";
+import { createTemplateStore } from "../templates/template-store.js";
+import { createDispatcher } from "./dispatch.js";
+import { createIdempotencyStore } from "./idempotency.js";
+import { createInbound } from "./inbound.js";
+import { createMessageService } from "./message-service.js";
+import { createMessageStore } from "./message-store.js";
+
+/** Name of the recovery sweep job. */
+export const MESSAGES_SWEEP_JOB = "messages.sweep";
+
+/** Credit changes pending longer than this are completed by the sweep (a request may still be completing it), in ms. */
+const RECOVERY_AGE_MS = 5 * 60 * 1000;
+/** Reports stored but not applied for longer than this are applied by the sweep, in ms. */
+const REPORT_RECOVERY_AGE_MS = 30_000;
+
+/**
+ * Sending messages: the senders, templates and credits capabilities, and
+ * the messages capability built on their stores: POST/GET /v1/messages with
+ * idempotency, durable dispatch to the network chosen by NETWORK, the
+ * network's callbacks, reconciliation of reports and the message.* events,
+ * the simulator's console service, and the recovery sweep
+ * (MESSAGES_SWEEP_INTERVAL_MS, and once when a worker starts): lost dispatch
+ * jobs, interrupted claims, unapplied reports, due refunds, half-done credit
+ * changes, and Idempotency-Keys older than 24 h.
+ */
+export function createMessagingCapabilities(platform: Platform): Capability[] {
+  const { db, clock, logger, config, scheduler, events } = platform;
+  const senders = createSenderStore(db, clock);
+  const templates = createTemplateStore(db, clock);
+  const credits = createCreditStore(db, clock);
+  const messages = createMessageStore(db);
+  const idempotency = createIdempotencyStore(db, clock);
+  const inbound = createInbound({ db, messages, senders, credits, events, clock, logger });
+  const { network, simulator } = createNetwork(platform, (report) => inbound.handle(report));
+  const dispatcher = createDispatcher({
+    messages: messages.collection,
+    jobs: db.collection("jobs"),
+    scheduler,
+    network,
+    inbound,
+    clock,
+    logger,
+    options: {
+      maxAttempts: config.dispatchMaxAttempts,
+      retryBaseMs: config.dispatchRetryBaseMs,
+      retryMaxMs: config.dispatchRetryMaxMs,
+      claimTimeoutMs: config.dispatchClaimTimeoutMs,
+    },
+  });
+  const sweep = async () => {
+    const rescheduled = await dispatcher.recover();
+    const reports = await inbound.recover(REPORT_RECOVERY_AGE_MS);
+    const creditOps = await credits.recover(RECOVERY_AGE_MS, messages.exists);
+    const idempotencyKeys = await idempotency.prune();
+    if (rescheduled + reports + creditOps + idempotencyKeys > 0) {
+      logger.info({ rescheduled, reports, creditOps, idempotencyKeys }, "messages sweep: recovered work");
+    }
+  };
+  const isWorker = config.role !== "api";
+
+  const messagesCapability: Capability = {
+    name: "messages",
+    publicServices: [
+      registerService(
+        MessageService,
+        createMessageService({
+          messages,
+          senders,
+          templates,
+          credits,
+          idempotency,
+          clock,
+          logger,
+          priceCredits: config.messagePriceCredits,
+          requirePhoneNumberId: config.network === "whatsapp",
+          enqueue: (id) => dispatcher.enqueue(id),
+        }),
+      ),
+    ],
+    consoleServices: [registerService(SimulatorService, createSimulatorService({ simulator, messages }))],
+    httpRoutes: network.httpRoutes,
+    jobs: [dispatcher.job as never, { name: MESSAGES_SWEEP_JOB, concurrency: 1, run: sweep }],
+    schedules: [{ job: MESSAGES_SWEEP_JOB, every: `${config.messagesSweepIntervalMs} milliseconds` }],
+    async ensureIndexes() {
+      for (const store of [messages, idempotency, inbound]) await store.ensureIndexes();
+    },
+    async start() {
+      if (isWorker) await sweep().catch((err: unknown) => logger.error({ err }, "messages sweep at start failed"));
+    },
+    async stop() {
+      await dispatcher.stop();
+      await network.stop?.();
+    },
+  };
+  return [
+    createSendersCapability(platform, senders),
+    createTemplatesCapability(platform, templates),
+    createCreditsCapability(platform, credits),
+    messagesCapability,
+  ];
+}

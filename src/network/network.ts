@@ -1,0 +1,124 @@
+import type { HttpRoute } from "../gateway/rpc-server.js";
+
+/*
+ * The messaging network is a port (DESIGN.md §8): the service hands it
+ * template messages and hears back from it through inbound reports. Two
+ * adapters implement it: the in-process simulator and the WhatsApp Business
+ * Cloud API. Whatever the adapter, reports go through one function (see
+ * src/messages/inbound.ts), so reconciliation and events are the same.
+ */
+
+/** An error as the network reports it, for example 131026 "Message undeliverable". */
+export interface NetworkErrorInfo {
+  /** The network's error code. */
+  code: number;
+  /** The network's title for the code. */
+  title: string;
+}
+
+/** A template message handed to the network. */
+export interface OutboundTemplateMessage {
+  /** Our message id (msg_<uuid>); echoed back by the network where it can (WhatsApp: biz_opaque_callback_data). */
+  messageId: string;
+  /** Recipient, digits with country code. */
+  to: string;
+  /** Sender number, digits with country code. */
+  fromPhoneNumber: string;
+  /** Sender's WhatsApp phone number ID, or null. */
+  fromPhoneNumberId: string | null;
+  /** Template name and language as approved on the network. */
+  templateName: string;
+  language: string;
+  /** Body variables in the template's order, each with its value ("" for a left-out optional one). */
+  parameters: { name: string; value: string }[];
+  /** The flow the template carries and the token of this send, or null. */
+  flow: { flowId: string; token: string } | null;
+  /** The rendered body text (the simulator shows it; WhatsApp renders its own). */
+  text: string;
+}
+
+/**
+ * Why a send did not go through. `retryable` errors (outages, throughput
+ * limits, timeouts) are tried again with backoff; the others are permanent
+ * rejections: the message fails and its credits are refunded.
+ */
+export class NetworkSendError extends Error {
+  constructor(
+    readonly info: NetworkErrorInfo,
+    readonly retryable: boolean,
+  ) {
+    super(`${info.code} ${info.title}`);
+    this.name = "NetworkSendError";
+  }
+}
+
+/** A network-side status of an outbound message. */
+export type ReportedStatus = "sent" | "delivered" | "read" | "failed";
+
+/** The network says what happened to a message it accepted. */
+export interface StatusReport {
+  kind: "status";
+  /** The network's id of the message (WhatsApp: wamid). */
+  networkMessageId: string;
+  /** Our message id when the network echoes it (WhatsApp: biz_opaque_callback_data), else undefined. */
+  messageId?: string;
+  status: ReportedStatus;
+  /** When it happened on the network side. */
+  occurredAt: Date;
+  /** On failed: the network's error. */
+  error?: NetworkErrorInfo;
+}
+
+/**
+ * What an inbound message holds. A new kind (for example the forms issue's
+ * interactive flow replies) is one more member here and one more parser in
+ * the adapters; the inbound path stores whatever content it gets.
+ */
+export type InboundContent =
+  | { type: "text"; text: string }
+  | { type: "button"; text: string; payload: string }
+  | { type: "unsupported"; networkType: string };
+
+/** Somebody wrote to one of the workspace's numbers. */
+export interface InboundMessageReport {
+  kind: "message";
+  /** The network's id of the inbound message. */
+  networkMessageId: string;
+  /** Who wrote, digits with country code. */
+  from: string;
+  /** The number written to: its WhatsApp phone number ID and/or its digits. */
+  to: { phoneNumberId?: string; phoneNumber?: string };
+  /** The network's id of the message replied to, when it is a reply. */
+  replyToNetworkMessageId?: string;
+  occurredAt: Date;
+  content: InboundContent;
+}
+
+/** Anything the network reports. */
+export type NetworkReport = StatusReport | InboundMessageReport;
+
+/** Where adapters hand their reports; resolves once the report is stored (so a callback may answer 200). */
+export type ReportSink = (report: NetworkReport) => Promise<void>;
+
+/** A messaging network adapter. */
+export interface NetworkAdapter {
+  /** "simulator" or "whatsapp". */
+  readonly name: string;
+  /**
+   * Hands a template message to the network; resolves to the network's
+   * message id once it accepted it.
+   *
+   * @throws NetworkSendError when the network refuses (retryable or not);
+   *   any other throw counts as a retryable outage.
+   */
+  send(message: OutboundTemplateMessage): Promise<string>;
+  /** Callback endpoints on the public port (WhatsApp's webhook). */
+  readonly httpRoutes: readonly HttpRoute[];
+  /** Stops timers (the simulator's pending reports). */
+  stop?(): Promise<void>;
+}
+
+/** Display text of inbound content (the event's `text`), or null. */
+export function inboundText(content: InboundContent): string | null {
+  return content.type === "unsupported" ? null : content.text;
+}

@@ -1,0 +1,38 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { SimulatorService } from "../../gen/messaging/console/v1/simulator_pb.js";
+import { requireWorkspaceAccess } from "../console/console-access.js";
+import type { MessageStore } from "../messages/message-store.js";
+import { apiError, notFound } from "../shared/errors.js";
+import { charLength, Violations } from "../shared/validation.js";
+import type { Simulator } from "./simulator.js";
+
+/**
+ * Handlers of messaging.console.v1.SimulatorService. SimulateReply: the
+ * recipient of an outbound message the simulated network accepted replies
+ * with a text (1 to 4096 characters); refused with invalid_argument when
+ * NETWORK is not the simulator or the message has no network id yet.
+ */
+export function createSimulatorService(deps: { simulator: Simulator | undefined; messages: MessageStore }): Partial<ServiceImpl<typeof SimulatorService>> {
+  return {
+    async simulateReply(req, context) {
+      new Violations().addIf(req.text.trim() === "" || charLength(req.text) > 4096, "text", "must be 1 to 4096 characters").check();
+      const message = await deps.messages.collection.findOne({ _id: req.messageId, direction: "outbound" });
+      if (!message) throw notFound("message", req.messageId);
+      requireWorkspaceAccess(context, message.workspace_id, "write");
+      if (!deps.simulator) throw apiError("invalid_argument", "Replies can only be simulated with NETWORK=simulator", { field: "message_id", rule: "needs the simulator" });
+      if (!message.wa_message_id) {
+        throw apiError("invalid_argument", `Message ${message._id} has not been accepted by the network yet (status ${message.status})`, {
+          field: "message_id",
+          rule: "must have been accepted by the network",
+        });
+      }
+      const networkId = await deps.simulator.injectReply(
+        { networkMessageId: message.wa_message_id, recipient: message.to, senderPhoneNumber: message.from },
+        req.text,
+      );
+      const reply = await deps.messages.collection.findOne({ wa_message_id: networkId, direction: "inbound" });
+      if (!reply) throw apiError("internal", "The simulated reply was not recorded");
+      return { messageId: reply._id, waMessageId: networkId };
+    },
+  };
+}

@@ -1,0 +1,55 @@
+import { SenderService } from "../../gen/messaging/console/v1/senders_pb.js";
+import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js";
+import { spawn } from "node:child_process";
+import { projectRoot } from "../../src/store/embedded-ferretdb.js";
+import { TEST_CONSOLE_TOKEN, type TestService } from "./test-service.js";
+
+/** Simulator and dispatch settings that compress seconds into milliseconds for tests. */
+export const FAST_MESSAGING = {
+  simulatorSentDelayMs: 5,
+  simulatorDeliveredDelayMs: 40,
+  simulatorReadDelayMs: 80,
+  simulatorOutOfOrderPercent: 0,
+  dispatchRetryBaseMs: 20,
+  dispatchRetryMaxMs: 200,
+};
+
+/** Creates an active sender through the console API; returns its id. */
+export async function createSender(t: TestService, workspaceId: string, phoneNumber = "4915100000001", whatsappPhoneNumberId = ""): Promise<string> {
+  const { sender } = await t.console(SenderService).createSender({ workspaceId, phoneNumber, name: "Support", whatsappPhoneNumberId });
+  return sender!.id;
+}
+
+/** Creates an active template through the console API; returns its id. */
+export async function createTemplate(
+  t: TestService,
+  workspaceId: string,
+  o: { name?: string; body?: string; flowId?: string; optional?: string[]; examples?: Record<string, string> } = {},
+): Promise<string> {
+  const { template } = await t.console(TemplateService).createTemplate({
+    workspaceId,
+    name: o.name ?? "verification_code",
+    language: "en",
+    body: o.body ?? "Hello {{name}}, your code is {{code}}",
+    flowId: o.flowId ?? "",
+    optionalVariables: o.optional ?? [],
+    examples: o.examples ?? {},
+  });
+  return template!.id;
+}
+
+/** Runs the msgsvc bin against the test service's console; resolves to its exit code and output. */
+export function msgsvc(t: TestService, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["src/cli/bin.mjs", ...args], {
+      cwd: projectRoot,
+      env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: TEST_CONSOLE_TOKEN },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}

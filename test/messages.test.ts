@@ -1,0 +1,292 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { MessageService, MessageStatus } from "../gen/messaging/v1/messages_pb.js";
+import { SimulatorService } from "../gen/messaging/console/v1/simulator_pb.js";
+import { CreditService } from "../gen/messaging/console/v1/credits_pb.js";
+import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
+import { clientFor, grpcJsCall, rest } from "./helpers/clients.js";
+import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
+import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
+
+let t: TestService;
+let workspaceId: string;
+let key: { id: string; secret: string };
+let senderId: string;
+let templateId: string;
+
+beforeAll(async () => {
+  t = await createTestService({ config: { ...FAST_MESSAGING, logLevel: "error" } });
+  workspaceId = await t.createWorkspace("Messages", 100);
+  key = await t.createKey(workspaceId, { scopes: ["messages:send", "messages:read", "senders:read", "templates:read"] });
+  senderId = await createSender(t, workspaceId);
+  templateId = await createTemplate(t, workspaceId, { examples: { name: "Ada" } });
+});
+afterAll(() => t.close());
+
+const send = (to: string, variables: Record<string, string> = { name: "Ada", code: "123456" }, headers: Record<string, string> = {}, secret = key.secret) =>
+  rest(t.publicUrl, "POST", "/v1/messages", { key: secret, body: { to, sender: senderId, template: { id: templateId, variables } }, headers });
+const get = (id: string, secret = key.secret) => rest(t.publicUrl, "GET", `/v1/messages/${id}`, { key: secret });
+const balance = async () => Number((await t.console(WorkspaceService).getWorkspace({ id: workspaceId })).workspace!.creditBalance);
+const eventsOf = (messageId: string) => t.service.events.collection.find({ "data.message_id": messageId }).sort({ "data.occurred_at": 1 }).toArray();
+/** Waits (polling the database, not spending the key's rate budget) until the message has `status`, then reads it over REST. */
+const reach = async (id: string, status: string) => {
+  await eventually(async () => ((await t.service.db.collection("messages").findOne({ _id: id as never, status })) ? true : undefined));
+  return (await get(id)).json;
+};
+
+describe("senders and templates over the public API", () => {
+  it("lists the workspace's senders and templates with the variables each needs", async () => {
+    const senders = await rest(t.publicUrl, "GET", "/v1/senders", { key: key.secret });
+    expect(senders.status).toBe(200);
+    expect(senders.json).toMatchObject({ object: "list", total: 1, next_page_token: null });
+    expect(senders.json.data[0]).toMatchObject({ id: senderId, object: "sender", phone_number: "4915100000001", name: "Support", status: "active" });
+    const templates = await rest(t.publicUrl, "GET", "/v1/templates?page_size=1", { key: key.secret });
+    expect(templates.json.data[0]).toMatchObject({
+      id: templateId,
+      object: "template",
+      name: "verification_code",
+      language: "en",
+      status: "active",
+      body: "Hello {{name}}, your code is {{code}}",
+      variables: [
+        { name: "name", required: true, example: "Ada" },
+        { name: "code", required: true, example: "" },
+      ],
+      flow: null,
+    });
+  });
+});
+
+describe("POST /v1/messages over REST", () => {
+  it("accepts a message, spends one credit, and its status moves to sent, delivered and read", async () => {
+    const before = await balance();
+    const res = await send("4915123450001");
+    expect(res.status).toBe(200);
+    const message = res.json;
+    expect(message).toMatchObject({
+      object: "message",
+      to: "4915123450001",
+      sender: senderId,
+      template_id: templateId,
+      flow_token: null,
+      status: "accepted",
+      wa_message_id: null,
+      error: null,
+      credits: 1,
+      sent_at: null,
+      delivered_at: null,
+      read_at: null,
+      failed_at: null,
+    });
+    expect(message.message_id).toMatch(/^msg_[0-9a-f-]{36}$/);
+    expect(await balance()).toBe(before - 1);
+    const read = await reach(message.message_id, "read");
+    expect(read.wa_message_id).toMatch(/^wamid\./);
+    for (const field of ["sent_at", "delivered_at", "read_at"]) expect(read[field]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const events = await eventually(async () => {
+      const found = await eventsOf(message.message_id);
+      return found.length === 3 ? found : undefined;
+    });
+    expect(events.map((e) => e.type).sort()).toEqual(["message.delivered", "message.read", "message.sent"]);
+    const delivered = events.find((e) => e.type === "message.delivered")!;
+    expect(delivered.workspace_id).toBe(workspaceId);
+    expect(JSON.parse(delivered.body)).toEqual({
+      id: delivered._id,
+      type: "message.delivered",
+      created_at: delivered.created_at.toISOString(),
+      data: {
+        message_id: message.message_id,
+        to: "4915123450001",
+        status: "delivered",
+        wa_message_id: read.wa_message_id,
+        occurred_at: read.delivered_at,
+        error: null,
+        from: null,
+        text: null,
+        reply_to_message_id: null,
+      },
+    });
+    const ledger = await t.console(CreditService).listCreditLedgerEntries({ workspaceId });
+    expect(ledger.data.find((e) => e.messageId === message.message_id)).toMatchObject({ id: `spend:${message.message_id}`, amount: -1n });
+  });
+
+  it("keeps read when a late delivered arrives, and ignores the simulator's repeated sent report", async () => {
+    const res = await send("4915123459994"); // simulator: read reported before delivered
+    await reach(res.json.message_id, "read");
+    const events = await eventually(async () => {
+      const found = await eventsOf(res.json.message_id);
+      return found.length === 3 ? found : undefined;
+    });
+    // The late delivered still fires (receivers order by occurred_at) but never moves the status back.
+    const read = (await get(res.json.message_id)).json;
+    expect(read.status).toBe("read");
+    expect(Date.parse(read.delivered_at)).toBeLessThan(Date.parse(read.read_at));
+    expect(events.filter((e) => e.type === "message.sent")).toHaveLength(1);
+    const reports = await t.service.db.collection("message_reports").find({ network_message_id: read.wa_message_id }).toArray();
+    expect(reports.map((r) => r.status).sort()).toEqual(["delivered", "read", "sent"]);
+    expect(reports.find((r) => r.status === "sent")!.duplicates).toBe(1);
+  });
+
+  it("ignores reports that arrive twice", async () => {
+    const res = await send("4915123459995"); // simulator: every report twice
+    await reach(res.json.message_id, "read");
+    const reports = await eventually(async () => {
+      const found = await t.service.db.collection("message_reports").find({ message_id: res.json.message_id }).toArray();
+      return found.length === 3 && found.every((r) => r.duplicates >= 1 && r.applied_at) ? found : undefined;
+    });
+    expect(reports.map((r) => r.status).sort()).toEqual(["delivered", "read", "sent"]);
+    expect((await eventsOf(res.json.message_id)).map((e) => e.type).sort()).toEqual(["message.delivered", "message.read", "message.sent"]);
+  });
+
+  it("stops at delivered when the recipient has read receipts off", async () => {
+    const res = await send("4915123459992");
+    const delivered = await reach(res.json.message_id, "delivered");
+    expect(delivered.read_at).toBeNull();
+  });
+
+  it("fails a message the network refuses, with its code and title, and refunds it", async () => {
+    const before = await balance();
+    const res = await send("4915123459990");
+    expect(res.json.status).toBe("accepted");
+    const failed = await reach(res.json.message_id, "failed");
+    expect(failed.error).toEqual({ code: 131026, title: "Message undeliverable" });
+    expect(failed.failed_at).not.toBeNull();
+    expect(failed.wa_message_id).toBeNull();
+    await eventually(async () => ((await balance()) === before ? true : undefined));
+    const [event] = await eventually(async () => {
+      const found = await eventsOf(res.json.message_id);
+      return found.length > 0 ? found : undefined;
+    });
+    expect(event!.type).toBe("message.failed");
+    expect(event!.data).toMatchObject({ status: "failed", error: { code: 131026, title: "Message undeliverable" } });
+    const ledger = await t.console(CreditService).listCreditLedgerEntries({ workspaceId });
+    expect(ledger.data.filter((e) => e.messageId === res.json.message_id).map((e) => [e.id.split(":")[0], e.amount])).toEqual([
+      ["refund", 1n],
+      ["spend", -1n],
+    ]);
+  });
+
+  it("refunds a message that fails after it was sent", async () => {
+    const before = await balance();
+    const res = await send("4915123459991");
+    const failed = await reach(res.json.message_id, "failed");
+    expect(failed.error.code).toBe(131049);
+    expect(failed.sent_at).not.toBeNull();
+    await eventually(async () => ((await balance()) === before ? true : undefined));
+  });
+
+  it("retries a network outage with backoff, then sends", async () => {
+    const res = await send("4915123459993"); // simulator: two outages first
+    const read = await reach(res.json.message_id, "read");
+    const stored = await t.service.db.collection("messages").findOne({ _id: res.json.message_id });
+    expect(stored!.dispatch).toMatchObject({ state: "done", attempts: 3 });
+    expect(read.error).toBeNull();
+  });
+
+  it("records a simulated reply as an inbound message and fires message.received", async () => {
+    const res = await send("4915123450002");
+    const sent = await reach(res.json.message_id, "read");
+    const reply = await t.console(SimulatorService).simulateReply({ messageId: res.json.message_id, text: "Thanks!" });
+    expect(reply.messageId).toMatch(/^msg_/);
+    const [event] = await eventsOf(reply.messageId);
+    expect(event!.type).toBe("message.received");
+    expect(event!.data).toMatchObject({
+      message_id: reply.messageId,
+      to: "4915100000001",
+      from: "4915123450002",
+      status: "received",
+      text: "Thanks!",
+      wa_message_id: reply.waMessageId,
+      reply_to_message_id: sent.message_id,
+      error: null,
+    });
+    // Inbound messages are not listed as the key's messages.
+    expect((await get(reply.messageId)).status).toBe(404);
+  });
+});
+
+describe("reading messages back", () => {
+  it("shows a message only to the key that sent it", async () => {
+    const res = await send("4915123450003");
+    const other = await t.createKey(workspaceId, { scopes: ["messages:read"] });
+    const refused = await get(res.json.message_id, other.secret);
+    expect(refused.status).toBe(404);
+    expect(refused.json.error.code).toBe("not_found");
+    const err = await clientFor(MessageService, "grpc", t.publicUrl, other.secret)
+      .getMessage({ id: res.json.message_id })
+      .catch((e: unknown) => ConnectError.from(e));
+    expect((err as ConnectError).code).toBe(Code.NotFound);
+    expect((await rest(t.publicUrl, "GET", "/v1/messages", { key: other.secret })).json.total).toBe(0);
+  });
+
+  it("lists the key's messages newest first, filtered by status and recipient, with pagination", async () => {
+    const lister = await t.createKey(workspaceId, { scopes: ["messages:send", "messages:read"] });
+    const ids: string[] = [];
+    for (const to of ["4915123451001", "4915123451002", "4915123451001"]) ids.push((await send(to, undefined, {}, lister.secret)).json.message_id);
+    const all = await rest(t.publicUrl, "GET", "/v1/messages?page_size=2", { key: lister.secret });
+    expect(all.json.total).toBe(3);
+    expect(all.json.data.map((m: { message_id: string }) => m.message_id)).toEqual([ids[2], ids[1]]);
+    const next = await rest(t.publicUrl, "GET", `/v1/messages?page_size=2&page_token=${all.json.next_page_token}`, { key: lister.secret });
+    expect(next.json.data.map((m: { message_id: string }) => m.message_id)).toEqual([ids[0]]);
+    expect(next.json.next_page_token).toBeNull();
+    const byTo = await rest(t.publicUrl, "GET", "/v1/messages?to=4915123451001", { key: lister.secret });
+    expect(byTo.json.data.map((m: { message_id: string }) => m.message_id)).toEqual([ids[2], ids[0]]);
+    for (const id of ids) await reach(id, "read");
+    const read = await rest(t.publicUrl, "GET", "/v1/messages?status=read", { key: lister.secret });
+    expect(read.json.total).toBe(3);
+    expect((await rest(t.publicUrl, "GET", "/v1/messages?status=failed", { key: lister.secret })).json.total).toBe(0);
+    const bad = await rest(t.publicUrl, "GET", "/v1/messages?status=lost&to=12", { key: lister.secret });
+    expect(bad.status).toBe(400);
+  });
+});
+
+describe("gRPC", () => {
+  it("sends and reads back over gRPC (Connect client and @grpc/grpc-js)", async () => {
+    const client = clientFor(MessageService, "grpc", t.publicUrl, key.secret);
+    const { message } = await client.sendMessage({ to: "4915123452001", sender: senderId, template: { id: templateId, variables: { name: "Bo", code: "42" } } });
+    expect(message?.status).toBe(MessageStatus.ACCEPTED);
+    await reach(message!.messageId, "read");
+    const answer = await grpcJsCall(`127.0.0.1:${t.service.publicPort}`, MessageService.method.getMessage, { id: message!.messageId }, {
+      authorization: `Bearer ${key.secret}`,
+    });
+    expect(answer.response?.message?.status).toBe(MessageStatus.READ);
+    expect(answer.response?.message?.readAt).toBeDefined();
+  });
+});
+
+describe("Idempotency-Key", () => {
+  it("returns the original message for a retry, without spending again, over REST and gRPC", async () => {
+    const before = await balance();
+    const first = await send("4915123453001", undefined, { "idempotency-key": "order-1" });
+    const again = await send("4915123453001", undefined, { "idempotency-key": "order-1" });
+    expect(again.status).toBe(200);
+    expect(again.json.message_id).toBe(first.json.message_id);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(first.headers.get("idempotent-replayed")).toBeNull();
+    const viaGrpc = await grpcJsCall(
+      `127.0.0.1:${t.service.publicPort}`,
+      MessageService.method.sendMessage,
+      { to: "4915123453001", sender: senderId, template: { id: templateId, variables: { code: "123456", name: "Ada" } } },
+      { authorization: `Bearer ${key.secret}`, "idempotency-key": "order-1" },
+    );
+    expect(viaGrpc.response?.message?.messageId).toBe(first.json.message_id);
+    expect(await balance()).toBe(before - 1);
+  });
+
+  it("refuses the same key with another body with 409 conflict, and scopes keys to the API key", async () => {
+    await send("4915123453002", undefined, { "idempotency-key": "order-2" });
+    const conflict = await send("4915123453003", undefined, { "idempotency-key": "order-2" });
+    expect(conflict.status).toBe(409);
+    expect(conflict.json.error).toMatchObject({ code: "conflict", message: "This Idempotency-Key was already used with a different request body" });
+    const grpcConflict = await grpcJsCall(
+      `127.0.0.1:${t.service.publicPort}`,
+      MessageService.method.sendMessage,
+      { to: "4915123453003", sender: senderId, template: { id: templateId, variables: { name: "Ada", code: "1" } } },
+      { authorization: `Bearer ${key.secret}`, "idempotency-key": "order-2" },
+    );
+    expect(grpcConflict.error?.code).toBe(6); // ALREADY_EXISTS
+    const otherKey = await t.createKey(workspaceId, { scopes: ["messages:send"] });
+    const fresh = await send("4915123453003", undefined, { "idempotency-key": "order-2" }, otherKey.secret);
+    expect(fresh.status).toBe(200);
+  });
+});
