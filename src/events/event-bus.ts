@@ -1,7 +1,8 @@
 import type { Collection, Db } from "mongodb";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Clock } from "../shared/clock.js";
-import { newId } from "../shared/ids.js";
+import { isDuplicateKeyError } from "../shared/errors.js";
+import { newId, uuidFromName } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
 
 /**
@@ -36,6 +37,12 @@ export interface NewEvent {
   type: EventType;
   /** The event's data in REST JSON, for example toRestJson(MessageEventDataSchema, data). */
   data: JsonObject;
+  /**
+   * Names the occurrence (for example "report:<network id>:delivered"), so that
+   * publishing it again (a step retried after a crash) yields the same event
+   * id and no second event. Unset: every call is a new event.
+   */
+  dedupeKey?: string;
 }
 
 /** The event types of the spec's table (§Events). */
@@ -60,7 +67,9 @@ export interface EventBus {
   /**
    * Stores the event (the durable record: nothing accepted is lost), then
    * calls every listener. A listener's failure is logged, not thrown: the
-   * event is stored and the fan-out sweep retries it.
+   * event is stored and the fan-out sweep retries it. With a `dedupeKey`
+   * already published, answers the stored event and calls no listener (the
+   * sweep fans out what an earlier attempt left undone).
    */
   publish(event: NewEvent): Promise<StoredEvent>;
   /** Adds a listener for events published by this process. */
@@ -74,8 +83,8 @@ export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
   const listeners: EventListener[] = [];
   return {
     collection,
-    async publish({ workspaceId, type, data }) {
-      const id = newId();
+    async publish({ workspaceId, type, data, dedupeKey }) {
+      const id = dedupeKey ? uuidFromName(`${workspaceId}:${dedupeKey}`) : newId();
       const createdAt = clock.now();
       const body = JSON.stringify({ id, type, created_at: createdAt.toISOString(), data });
       const event: StoredEvent = {
@@ -87,7 +96,12 @@ export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
         body,
         fanned_out_at: null,
       };
-      await collection.insertOne(event);
+      try {
+        await collection.insertOne(event);
+      } catch (err) {
+        if (!dedupeKey || !isDuplicateKeyError(err)) throw err;
+        return (await collection.findOne({ _id: id })) ?? event;
+      }
       for (const listener of listeners) {
         await listener(event).catch((err: unknown) =>
           logger.error({ err, eventId: id, type }, "event listener failed; the fan-out sweep will retry"),

@@ -129,7 +129,12 @@ export function createInbound(deps: {
       text: message.content ? (inboundText(message.content) ?? undefined) : undefined,
       replyToMessageId: message.reply_to_message_id ?? undefined,
     });
-    await events.publish({ workspaceId: message.workspace_id, type: EVENT_OF[row.status] as EventType, data: toRestJson(MessageEventDataSchema, data) });
+    await events.publish({
+      workspaceId: message.workspace_id,
+      type: EVENT_OF[row.status] as EventType,
+      data: toRestJson(MessageEventDataSchema, data),
+      dedupeKey: `report:${row._id}`, // a report applied again after a crash fires no second event
+    });
   }
 
   async function refund(message: Pick<MessageRecord, "_id" | "workspace_id" | "credits">): Promise<void> {
