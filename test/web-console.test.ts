@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { CHROMIUM_ARGS, ensureChromium } from "./helpers/chromium.js";
 import { rest } from "./helpers/clients.js";
-import { createTestService, type TestService } from "./helpers/test-service.js";
+import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
+import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
 
 const ADMIN = { email: "web-admin@example.com", password: "web-console-password-1" };
 const chromiumPath = await ensureChromium();
@@ -15,7 +16,7 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
   let workspaceId: string;
 
   beforeAll(async () => {
-    t = await createTestService({ config: { consoleAdminEmail: ADMIN.email, consoleAdminPassword: ADMIN.password } });
+    t = await createTestService({ config: { ...FAST_MESSAGING, consoleAdminEmail: ADMIN.email, consoleAdminPassword: ADMIN.password } });
     workspaceId = await t.createWorkspace("Browser workspace", 42);
     browser = await chromium.launch({ executablePath: chromiumPath.path, args: CHROMIUM_ARGS });
     const context = await browser.newContext();
@@ -69,6 +70,27 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     await page.click("tr[data-key-id] button.danger");
     await expect.poll(() => page.textContent("tr[data-key-id] .badge")).toBe("revoked");
     expect((await rest(t.publicUrl, "GET", "/v1/me", { key: secret })).json.error.code).toBe("key_revoked");
+  });
+
+  it("shows messages by status and the credit ledger in the overview", async () => {
+    const senderId = await createSender(t, workspaceId);
+    const templateId = await createTemplate(t, workspaceId);
+    const key = await t.createKey(workspaceId, { scopes: ["messages:send", "messages:read"] });
+    const sent = await rest(t.publicUrl, "POST", "/v1/messages", {
+      key: key.secret,
+      body: { to: "4915123450001", sender: senderId, template: { id: templateId, variables: { name: "Ada", code: "123456" } } },
+    });
+    expect(sent.status).toBe(200);
+    await eventually(async () => {
+      const res = await rest(t.publicUrl, "GET", `/v1/messages/${sent.json.message_id}`, { key: key.secret });
+      return res.json.status === "read" ? res : undefined;
+    });
+    await page.goto(`${t.consoleUrl}/#overview`);
+    await expect.poll(() => page.textContent("[data-test=messages-total]")).toBe("1");
+    expect(await page.textContent("[data-test=credit-balance]")).toBe("41");
+    expect(await page.textContent("tr[data-status=read] [data-test=count]")).toBe("1");
+    expect(await page.textContent("tr[data-status=failed] [data-test=count]")).toBe("0");
+    expect(await page.locator("section", { hasText: "Credit ledger" }).textContent()).toContain(sent.json.message_id);
   });
 
   it("shows a wrong password as an error and serves the page with a strict CSP", async () => {

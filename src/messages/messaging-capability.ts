@@ -1,3 +1,4 @@
+import { MessageStatsService } from "../../gen/messaging/console/v1/message_stats_pb.js";
 import { SimulatorService } from "../../gen/messaging/console/v1/simulator_pb.js";
 import { MessageService } from "../../gen/messaging/v1/messages_pb.js";
 import type { Capability, Platform } from "../capability.js";
@@ -14,6 +15,7 @@ import { createDispatcher } from "./dispatch.js";
 import { createIdempotencyStore } from "./idempotency.js";
 import { createInbound } from "./inbound.js";
 import { createMessageService } from "./message-service.js";
+import { createMessageStatsService } from "./message-stats-service.js";
 import { createMessageStore } from "./message-store.js";
 
 /** Name of the recovery sweep job. */
@@ -88,7 +90,10 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
         }),
       ),
     ],
-    consoleServices: [registerService(SimulatorService, createSimulatorService({ simulator, messages }))],
+    consoleServices: [
+      registerService(SimulatorService, createSimulatorService({ simulator, messages })),
+      registerService(MessageStatsService, createMessageStatsService({ messages, workspaces: platform.workspaces, clock })),
+    ],
     httpRoutes: network.httpRoutes,
     jobs: [dispatcher.job as never, { name: MESSAGES_SWEEP_JOB, concurrency: 1, run: sweep }],
     schedules: [{ job: MESSAGES_SWEEP_JOB, every: `${config.messagesSweepIntervalMs} milliseconds` }],

@@ -126,16 +126,29 @@ function route() {
 }
 
 async function renderOverview(body) {
-  const workspace = await api("GET", ws());
-  const stats = [el("div", { class: "stat" }, el("span", { class: "muted" }, "Credit balance"), el("b", { "data-test": "credit-balance" }, workspace.credit_balance))];
-  const overview = await api("GET", `${ws()}/message_stats`).catch(() => null);
-  if (overview) {
-    for (const [status, count] of Object.entries(overview.by_status ?? {})) {
-      stats.push(el("div", { class: "stat" }, el("span", { class: "muted" }, `Messages ${status}`), el("b", {}, count)));
-    }
-  }
+  const [workspace, stats, ledger] = await Promise.all([
+    api("GET", ws()),
+    api("GET", `${ws()}/message_stats`),
+    api("GET", `${ws()}/credit_ledger?page_size=10`),
+  ]);
+  const stat = (label, value, test) => el("div", { class: "stat" }, el("span", { class: "muted" }, label), el("b", { "data-test": test }, value));
+  const statuses = ["accepted", "sent", "delivered", "read", "failed"];
   body.replaceChildren(
-    el("section", { class: "card" }, el("h2", {}, workspace.name), el("p", { class: "muted" }, `Workspace ${workspace.id} · ${workspace.status}`), el("div", { class: "stats" }, stats)),
+    el("section", { class: "card" },
+      el("h2", {}, workspace.name),
+      el("p", { class: "muted" }, `Workspace ${workspace.id} · ${workspace.status}`),
+      el("div", { class: "stats" },
+        stat("Credit balance", workspace.credit_balance, "credit-balance"),
+        stat("Messages sent (24 h)", stats.recent, "messages-recent"),
+        stat("Replies (24 h)", stats.recent_replies, "replies-recent"),
+        stat("Messages, all time", stats.total, "messages-total"),
+      )),
+    el("section", { class: "card" }, el("h2", {}, "Messages by status"),
+      el("table", {}, el("tbody", {}, statuses.map((s) => el("tr", { "data-status": s }, el("td", {}, s), el("td", { "data-test": "count" }, stats.by_status[s] ?? 0)))))),
+    el("section", { class: "card" }, el("h2", {}, "Credit ledger"),
+      ledger.data.length === 0 ? el("p", { class: "muted" }, "No credit changes yet.") :
+        el("table", {}, el("thead", {}, el("tr", {}, ["When", "Change", "Kind", "Message", "Note"].map((h) => el("th", {}, h)))),
+          el("tbody", {}, ledger.data.map((e) => el("tr", {}, el("td", {}, when(e.created_at)), el("td", {}, e.amount > 0 ? `+${e.amount}` : e.amount), el("td", {}, e.kind ?? ""), el("td", { class: "mono" }, e.message_id ?? ""), el("td", {}, e.note ?? "")))))),
   );
 }
 
