@@ -1,31 +1,15 @@
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileErrors, validate } from "@readme/openapi-parser";
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
 import { OPENAPI_DOCUMENT } from "../src/openapi/openapi-capability.js";
-import { rest, type RestAnswer } from "./helpers/clients.js";
+import { rest } from "./helpers/clients.js";
+import { createOpenApiChecker, type DocumentedAnswer, type OpenApiChecker } from "./helpers/openapi.js";
 import { createTestService, type TestService } from "./helpers/test-service.js";
 
 let t: TestService;
 let document: any;
 let key: { id: string; secret: string };
-
-/**
- * Validators of the document's component schemas, made strict for the test:
- * an object schema that lists properties (and allows no others itself)
- * refuses undocumented fields, so a response that grew a field the document
- * lacks fails here.
- */
-let schemaValidator: (name: string) => ValidateFunction;
-
-function closeObjects(node: unknown): void {
-  if (Array.isArray(node)) return node.forEach(closeObjects);
-  if (node === null || typeof node !== "object") return;
-  const schema = node as Record<string, unknown>;
-  if (schema.properties && schema.additionalProperties === undefined) schema.additionalProperties = false;
-  Object.values(schema).forEach(closeObjects);
-}
+let checker: OpenApiChecker;
 
 beforeAll(async () => {
   t = await createTestService();
@@ -33,31 +17,13 @@ beforeAll(async () => {
   key = await t.createKey(workspaceId, { name: "openapi key", scopes: ["templates:read"], rateLimitPerMin: 100 });
   const res = await rest(t.publicUrl, "GET", "/openapi.json");
   document = res.json;
-  const strict = structuredClone(document);
-  closeObjects(strict.components.schemas);
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
-  addFormats.default(ajv);
-  ajv.addFormat("int32", true).addFormat("int64", true);
-  ajv.addSchema(strict, "openapi.json");
-  schemaValidator = (name) => {
-    const validator = ajv.getSchema(`openapi.json#/components/schemas/${name}`);
-    if (!validator) throw new Error(`no schema ${name}`);
-    return validator;
-  };
+  checker = createOpenApiChecker(document);
 });
 afterAll(() => t.close());
 
-/** Asserts a REST answer against the document: status, headers the operation's response declares, body schema. */
-function expectDocumented(res: RestAnswer, path: string, method: string, schema: string) {
-  const operation = document.paths[path][method];
-  const declared = operation.responses[String(res.status)];
-  expect(declared, `${method} ${path} documents status ${res.status}`).toBeDefined();
-  const response = declared.$ref ? document.components.responses[declared.$ref.split("/").pop()] : declared;
-  for (const header of Object.keys(response.headers)) expect(res.headers.get(header), header).toMatch(/^(req_[0-9a-f]+|\d+)$/);
-  expect(response.content["application/json"].schema.$ref).toBe(`#/components/schemas/${schema}`);
-  const check = schemaValidator(schema);
-  expect(check(res.json), JSON.stringify(check.errors)).toBe(true);
-}
+/** Asserts a REST answer against the document and that its body schema is `schema`. */
+const expectDocumented = (res: DocumentedAnswer, path: string, method: string, schema: string) =>
+  expect(checker.expectDocumented(res, path, method)).toBe(schema);
 
 describe("GET /openapi.json", () => {
   it("serves the generated document without an API key", async () => {

@@ -544,10 +544,14 @@ function errorResponses(): Record<string, JsonValue> {
 function headerComponents(): Record<string, JsonValue> {
   const seconds = { type: "integer", minimum: 0 };
   return {
-    "Request-Id": { description: "Identifier of the request (req_…), also in error bodies and the request log.", schema: { type: "string", pattern: "^req_" } },
-    "RateLimit-Limit": { description: "The key's budget of requests per minute.", schema: { type: "integer", minimum: 0 } },
-    "RateLimit-Remaining": { description: "Requests left in the current one-minute window.", schema: { type: "integer", minimum: 0 } },
-    "RateLimit-Reset": { description: "Seconds until the window rolls over.", schema: seconds },
+    "Request-Id": {
+      description: "Identifier of the request (req_…), also in error bodies and the request log.",
+      required: true,
+      schema: { type: "string", pattern: "^req_" },
+    },
+    "RateLimit-Limit": { description: "The key's budget of requests per minute.", required: true, schema: { type: "integer", minimum: 0 } },
+    "RateLimit-Remaining": { description: "Requests left in the current one-minute window.", required: true, schema: { type: "integer", minimum: 0 } },
+    "RateLimit-Reset": { description: "Seconds until the window rolls over.", required: true, schema: seconds },
     "Retry-After": { description: "On 429: seconds to wait before retrying, equal to RateLimit-Reset.", required: true, schema: seconds },
     "Idempotent-Replayed": {
       description: "`true` when the answer is the message an earlier request with the same Idempotency-Key created; absent otherwise.",
