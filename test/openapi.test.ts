@@ -2,9 +2,11 @@ import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { OPENAPI_DOCUMENT } from "../src/openapi/openapi-capability.js";
+import { EVENT_TYPES } from "../src/events/event-bus.js";
 import { rest } from "./helpers/clients.js";
+import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
 import { createOpenApiChecker, type DocumentedAnswer, type OpenApiChecker } from "./helpers/openapi.js";
-import { createTestService, type TestService } from "./helpers/test-service.js";
+import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
 
 let t: TestService;
 let document: any;
@@ -12,7 +14,7 @@ let key: { id: string; secret: string };
 let checker: OpenApiChecker;
 
 beforeAll(async () => {
-  t = await createTestService();
+  t = await createTestService({ config: FAST_MESSAGING });
   const workspaceId = await t.createWorkspace("OpenAPI");
   key = await t.createKey(workspaceId, { name: "openapi key", scopes: ["templates:read"], rateLimitPerMin: 100 });
   const res = await rest(t.publicUrl, "GET", "/openapi.json");
@@ -62,6 +64,24 @@ describe("GET /openapi.json", () => {
     expect(document.components.schemas.SendMessageRequest.additionalProperties).toBe(false);
     expect(document.paths["/v1/messages"].get.parameters.map((p: any) => p.name)).toEqual(["page_size", "page_token", "status", "to"]);
   });
+
+  it("documents the Idempotency-Key of POST /v1/messages and a webhook per event type", () => {
+    const send = document.paths["/v1/messages"].post;
+    expect(send.parameters).toEqual([expect.objectContaining({ name: "Idempotency-Key", in: "header", required: false })]);
+    expect(send.responses[200].headers["Idempotent-Replayed"]).toEqual({ $ref: "#/components/headers/Idempotent-Replayed" });
+    expect(send.responses[409]).toEqual({ $ref: "#/components/responses/Error409" });
+    expect(Object.keys(document.webhooks)).toEqual([...EVENT_TYPES]);
+    const delivered = document.webhooks["message.delivered"].post;
+    expect(delivered.parameters).toEqual([
+      { $ref: "#/components/parameters/Service-Signature" },
+      expect.objectContaining({ name: "Service-Event", schema: { type: "string", const: "message.delivered" } }),
+      { $ref: "#/components/parameters/Service-Delivery" },
+    ]);
+    expect(delivered.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/MessageEvent" });
+    expect(document.webhooks["flow.completed"].post.requestBody.content["application/json"].schema).toEqual({
+      $ref: "#/components/schemas/FlowCompletedEvent",
+    });
+  });
 });
 
 describe("real answers match the document", () => {
@@ -90,6 +110,22 @@ describe("real answers match the document", () => {
     expect(res.status).toBe(400);
     expect(res.json.error.details.field_violations).toHaveLength(2);
     expectDocumented(res, "/v1/templates", "get", "Error");
+  });
+
+  it("the webhook events of a sent message", async () => {
+    const workspace = await t.createWorkspace("Events", 1);
+    const sender = await createSender(t, workspace);
+    const template = await createTemplate(t, workspace);
+    const sendKey = await t.createKey(workspace, { scopes: ["messages:send"] });
+    const body = { to: "4915123459992", sender, template: { id: template, variables: { name: "Ada", code: "1" } } };
+    const sent = await rest(t.publicUrl, "POST", "/v1/messages", { key: sendKey.secret, body });
+    expectDocumented(sent, "/v1/messages", "post", "Message");
+    // The simulator's ...9992 is delivered and never read.
+    const events = await eventually(async () => {
+      const found = await t.service.events.collection.find({ "data.message_id": sent.json.message_id }).toArray();
+      return found.length === 2 ? found : undefined;
+    });
+    for (const event of events) expect(checker.expectDocumentedEvent(event.type, JSON.parse(event.body))).toBe("MessageEvent");
   });
 
   it("429 with Retry-After", async () => {

@@ -21,6 +21,12 @@ export interface OpenApiChecker {
    * Returns the name of that schema (for example "Message" or "Error").
    */
   expectDocumented(answer: DocumentedAnswer, path: string, method: string): string;
+  /**
+   * Asserts that the document's `webhooks` entry for `eventType` describes
+   * `body` (a webhook event envelope), objects closed as above. Returns the
+   * name of the envelope's schema.
+   */
+  expectDocumentedEvent(eventType: string, body: unknown): string;
 }
 
 /**
@@ -49,6 +55,12 @@ export function createOpenApiChecker(document: any): OpenApiChecker {
     if (!found) throw new Error(`no schema at ${pointer}`);
     return found;
   };
+  /** Validates `value` against the component schema `ref` ("#/components/schemas/X"); returns X. */
+  const expectValid = (ref: string, value: unknown): string => {
+    const check = validator(ref.slice(1));
+    expect(check(value), JSON.stringify(check.errors)).toBe(true);
+    return ref.split("/").pop() as string;
+  };
   const resolve = (node: any, kind: "responses" | "headers") => (node.$ref ? document.components[kind][node.$ref.split("/").pop()] : node);
 
   return {
@@ -73,10 +85,12 @@ export function createOpenApiChecker(document: any): OpenApiChecker {
         const typed = header.schema.type === "integer" && /^\d+$/.test(value) ? Number(value) : value;
         expect(schema(typed), `${name}: ${value} ${JSON.stringify(schema.errors)}`).toBe(true);
       }
-      const ref: string = response.content["application/json"].schema.$ref;
-      const check = validator(ref.slice(1));
-      expect(check(answer.json), JSON.stringify(check.errors)).toBe(true);
-      return ref.split("/").pop() as string;
+      return expectValid(response.content["application/json"].schema.$ref, answer.json);
+    },
+    expectDocumentedEvent(eventType, body) {
+      const webhook = document.webhooks?.[eventType]?.post;
+      expect(webhook, `webhooks documents ${eventType}`).toBeDefined();
+      return expectValid(webhook.requestBody.content["application/json"].schema.$ref, body);
     },
   };
 }
