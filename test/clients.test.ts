@@ -346,6 +346,7 @@ describe.skipIf(pythonMissing)("Python (gen/python, test/clients/python)", () =>
       expect(templates?.response).toEqual(expectedTemplates(REST_ENUMS));
       expect(templateId).toMatch(/^tpl_[0-9a-f-]{36}$/);
       expect(senderId).toMatch(/^snd_[0-9a-f-]{36}$/);
+      expectStandardHeaders(templates!.headers, /^100$/);
     });
 
     messageChecks(() => run, REST_ENUMS);

@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileErrors, validate } from "@readme/openapi-parser";
-import { OPENAPI_DOCUMENT } from "../src/openapi/openapi-capability.js";
 import { EVENT_TYPES } from "../src/events/event-bus.js";
+import { OPENAPI_DOCUMENT } from "../src/openapi/openapi-capability.js";
 import { rest } from "./helpers/clients.js";
 import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
 import { createOpenApiChecker, type DocumentedAnswer, type OpenApiChecker } from "./helpers/openapi.js";

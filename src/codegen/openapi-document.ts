@@ -371,19 +371,18 @@ export function buildOpenApiDocument(services: readonly DescService[], options: 
     schemas[name] = item.desc.kind === "enum" ? buildEnumSchema(item.desc) : buildMessageSchema(item.desc, item.role);
   }
 
-  const hasWebhooks = Object.keys(webhooks).length > 0;
-  const shared = hasWebhooks ? webhookComponents() : { parameters: undefined, responses: {} };
+  const hooks = Object.keys(webhooks).length > 0 ? webhookComponents() : undefined;
   return {
     openapi: "3.1.0",
     info: { title: options.title, version: options.version, description: options.description },
     security: [{ apiKey: [] }],
-    tags: hasWebhooks ? [...tags, { name: "Webhooks", description: "Signed deliveries of events to the customer's endpoint." }] : tags,
+    tags: hooks ? [...tags, { name: "Webhooks", description: "Signed deliveries of events to the customer's endpoint." }] : tags,
     paths,
-    ...(hasWebhooks ? { webhooks } : {}),
+    ...(hooks ? { webhooks } : {}),
     components: {
       schemas: { ...sortKeys(schemas), ...errorSchemas() },
-      ...(shared.parameters ? { parameters: shared.parameters } : {}),
-      responses: { ...errorResponses(), ...shared.responses },
+      ...(hooks ? { parameters: hooks.parameters } : {}),
+      responses: { ...errorResponses(), ...hooks?.responses },
       headers: headerComponents(),
       securitySchemes: {
         apiKey: {
