@@ -1,63 +1,31 @@
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileErrors, validate } from "@readme/openapi-parser";
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
+import { EVENT_TYPES } from "../src/events/event-bus.js";
 import { OPENAPI_DOCUMENT } from "../src/openapi/openapi-capability.js";
-import { rest, type RestAnswer } from "./helpers/clients.js";
-import { createTestService, type TestService } from "./helpers/test-service.js";
+import { rest } from "./helpers/clients.js";
+import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
+import { createOpenApiChecker, type DocumentedAnswer, type OpenApiChecker } from "./helpers/openapi.js";
+import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
 
 let t: TestService;
 let document: any;
 let key: { id: string; secret: string };
-
-/**
- * Validators of the document's component schemas, made strict for the test:
- * an object schema that lists properties (and allows no others itself)
- * refuses undocumented fields, so a response that grew a field the document
- * lacks fails here.
- */
-let schemaValidator: (name: string) => ValidateFunction;
-
-function closeObjects(node: unknown): void {
-  if (Array.isArray(node)) return node.forEach(closeObjects);
-  if (node === null || typeof node !== "object") return;
-  const schema = node as Record<string, unknown>;
-  if (schema.properties && schema.additionalProperties === undefined) schema.additionalProperties = false;
-  Object.values(schema).forEach(closeObjects);
-}
+let checker: OpenApiChecker;
 
 beforeAll(async () => {
-  t = await createTestService();
+  t = await createTestService({ config: FAST_MESSAGING });
   const workspaceId = await t.createWorkspace("OpenAPI");
   key = await t.createKey(workspaceId, { name: "openapi key", scopes: ["templates:read"], rateLimitPerMin: 100 });
   const res = await rest(t.publicUrl, "GET", "/openapi.json");
   document = res.json;
-  const strict = structuredClone(document);
-  closeObjects(strict.components.schemas);
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
-  addFormats.default(ajv);
-  ajv.addFormat("int32", true).addFormat("int64", true);
-  ajv.addSchema(strict, "openapi.json");
-  schemaValidator = (name) => {
-    const validator = ajv.getSchema(`openapi.json#/components/schemas/${name}`);
-    if (!validator) throw new Error(`no schema ${name}`);
-    return validator;
-  };
+  checker = createOpenApiChecker(document);
 });
 afterAll(() => t.close());
 
-/** Asserts a REST answer against the document: status, headers the operation's response declares, body schema. */
-function expectDocumented(res: RestAnswer, path: string, method: string, schema: string) {
-  const operation = document.paths[path][method];
-  const declared = operation.responses[String(res.status)];
-  expect(declared, `${method} ${path} documents status ${res.status}`).toBeDefined();
-  const response = declared.$ref ? document.components.responses[declared.$ref.split("/").pop()] : declared;
-  for (const header of Object.keys(response.headers)) expect(res.headers.get(header), header).toMatch(/^(req_[0-9a-f]+|\d+)$/);
-  expect(response.content["application/json"].schema.$ref).toBe(`#/components/schemas/${schema}`);
-  const check = schemaValidator(schema);
-  expect(check(res.json), JSON.stringify(check.errors)).toBe(true);
-}
+/** Asserts a REST answer against the document and that its body schema is `schema`. */
+const expectDocumented = (res: DocumentedAnswer, path: string, method: string, schema: string) =>
+  expect(checker.expectDocumented(res, path, method)).toBe(schema);
 
 describe("GET /openapi.json", () => {
   it("serves the generated document without an API key", async () => {
@@ -96,6 +64,24 @@ describe("GET /openapi.json", () => {
     expect(document.components.schemas.SendMessageRequest.additionalProperties).toBe(false);
     expect(document.paths["/v1/messages"].get.parameters.map((p: any) => p.name)).toEqual(["page_size", "page_token", "status", "to"]);
   });
+
+  it("documents the Idempotency-Key of POST /v1/messages and a webhook per event type", () => {
+    const send = document.paths["/v1/messages"].post;
+    expect(send.parameters).toEqual([expect.objectContaining({ name: "Idempotency-Key", in: "header", required: false })]);
+    expect(send.responses[200].headers["Idempotent-Replayed"]).toEqual({ $ref: "#/components/headers/Idempotent-Replayed" });
+    expect(send.responses[409]).toEqual({ $ref: "#/components/responses/Error409" });
+    expect(Object.keys(document.webhooks)).toEqual([...EVENT_TYPES]);
+    const delivered = document.webhooks["message.delivered"].post;
+    expect(delivered.parameters).toEqual([
+      { $ref: "#/components/parameters/Service-Signature" },
+      expect.objectContaining({ name: "Service-Event", schema: { type: "string", const: "message.delivered" } }),
+      { $ref: "#/components/parameters/Service-Delivery" },
+    ]);
+    expect(delivered.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/MessageEvent" });
+    expect(document.webhooks["flow.completed"].post.requestBody.content["application/json"].schema).toEqual({
+      $ref: "#/components/schemas/FlowCompletedEvent",
+    });
+  });
 });
 
 describe("real answers match the document", () => {
@@ -124,6 +110,22 @@ describe("real answers match the document", () => {
     expect(res.status).toBe(400);
     expect(res.json.error.details.field_violations).toHaveLength(2);
     expectDocumented(res, "/v1/templates", "get", "Error");
+  });
+
+  it("the webhook events of a sent message", async () => {
+    const workspace = await t.createWorkspace("Events", 1);
+    const sender = await createSender(t, workspace);
+    const template = await createTemplate(t, workspace);
+    const sendKey = await t.createKey(workspace, { scopes: ["messages:send"] });
+    const body = { to: "4915123459992", sender, template: { id: template, variables: { name: "Ada", code: "1" } } };
+    const sent = await rest(t.publicUrl, "POST", "/v1/messages", { key: sendKey.secret, body });
+    expectDocumented(sent, "/v1/messages", "post", "Message");
+    // The simulator's ...9992 is delivered and never read.
+    const events = await eventually(async () => {
+      const found = await t.service.events.collection.find({ "data.message_id": sent.json.message_id }).toArray();
+      return found.length === 2 ? found : undefined;
+    });
+    for (const event of events) expect(checker.expectDocumentedEvent(event.type, JSON.parse(event.body))).toBe("MessageEvent");
   });
 
   it("429 with Retry-After", async () => {

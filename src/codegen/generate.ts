@@ -14,7 +14,10 @@ import { ensureGoTools, ensurePythonVenv, mustRun } from "./toolchain.js";
  *    protoc bundled in grpcio-tools writes messages (_pb2), type stubs (.pyi)
  *    and gRPC stubs (_pb2_grpc) from it. buf cannot run that protoc as a
  *    plugin: gRPC's Python generator exists only inside grpcio-tools.
- * 4. test/webhook-signature-vectors.json, signed by src/webhooks/signature.js.
+ * 4. gen/python/messaging_rest: a REST client generated from the OpenAPI
+ *    document of step 2 by openapi-python-client (src/codegen/openapi-python-client.yaml),
+ *    formatted by its pinned ruff.
+ * 5. test/webhook-signature-vectors.json, signed by src/webhooks/signature.js.
  * CI (.ci/run) runs this and fails when gen/ differs from what is committed.
  */
 
@@ -76,9 +79,34 @@ async function generatePython(): Promise<void> {
   }
 }
 
+async function generatePythonRestClient(): Promise<void> {
+  const python = await ensurePythonVenv();
+  const bin = path.dirname(python);
+  await mustRun(
+    python,
+    [
+      "-m",
+      "openapi_python_client",
+      "generate",
+      "--path",
+      path.join("gen", "openapi", "messaging.v1.openapi.json"),
+      "--output-path",
+      path.join("gen", "python", "messaging_rest"),
+      "--meta",
+      "none",
+      "--config",
+      path.join("src", "codegen", "openapi-python-client.yaml"),
+      "--overwrite",
+    ],
+    // Its post hooks run the venv's ruff; no ruff cache inside gen/.
+    { env: { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ""}`, RUFF_NO_CACHE: "true" } },
+  );
+}
+
 const started = Date.now();
 await generateTypeScript();
 await generateGoAndOpenApi();
 await generatePython();
+await generatePythonRestClient();
 await writeSignatureVectors();
 console.log(`generated TypeScript, Go, Python, OpenAPI and the signature vectors in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -1,7 +1,9 @@
 import { ScalarType, type DescEnum, type DescEnumValue, type DescField, type DescMessage, type DescMethod, type DescService, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import type { EventType } from "../events/event-bus.js";
 import { requiredScope } from "../gateway/interceptors.js";
 import { ruleOf } from "../gateway/rest-gateway.js";
 import { enumValueToJson } from "../gateway/rest-json.js";
+import { IDEMPOTENCY_KEY_RULE, IDEMPOTENCY_TTL_MS } from "../messages/idempotency.js";
 import { errorTable, type ErrorCode } from "../shared/errors.js";
 
 /*
@@ -19,7 +21,11 @@ import { errorTable, type ErrorCode } from "../shared/errors.js";
  * - 64-bit integers as JSON numbers (format int64);
  * - requests read strictly (additionalProperties: false; null leaves a field unset);
  * - the error body of src/shared/errors.ts, the bearer API key, and the
- *   Request-Id, RateLimit-* and Retry-After headers (README "Headers").
+ *   Request-Id, RateLimit-* and Retry-After headers (README "Headers");
+ * - headers a handler reads or writes itself (OPERATION_HEADERS: the
+ *   Idempotency-Key of SendMessage);
+ * - the webhook deliveries as 3.1 `webhooks`, one per event type, with the
+ *   envelope messages of events.proto and the Service-* headers.
  * OpenAPI 3.1: https://spec.openapis.org/oas/v3.1.0
  */
 
@@ -36,7 +42,49 @@ export interface OpenApiOptions {
   description: string;
   /** Leading comments of descriptors, used as descriptions. */
   describe: DescribeFn;
+  /** The envelope message POSTed for each event type; each becomes an entry of `webhooks`. */
+  webhookEnvelopes?: Readonly<Record<EventType, DescMessage>>;
 }
+
+/** Headers an operation's handler reads or writes itself, beyond those of every operation. */
+interface OperationHeaders {
+  /** Header parameters of the request. */
+  request: JsonObject[];
+  /** Headers of the 200 answer, by name (references to components.headers). */
+  response: JsonObject;
+  /** Error statuses the headers add. */
+  errorStatuses: number[];
+}
+
+/** OperationHeaders by x-grpc-method (src/messages/message-service.ts, README "POST /v1/messages"). */
+const OPERATION_HEADERS: Readonly<Record<string, OperationHeaders>> = {
+  "/messaging.v1.MessageService/SendMessage": {
+    request: [
+      {
+        name: "Idempotency-Key",
+        in: "header",
+        required: false,
+        description: `Makes the send safe to retry: a later request of the same API key with the same key and the same body answers the message the first one created (header \`Idempotent-Replayed: true\`) without spending again; with another body it is a 409 \`conflict\`, as it is while the first request is still in progress. Keys are remembered for ${IDEMPOTENCY_TTL_MS / 3_600_000} hours. The key ${IDEMPOTENCY_KEY_RULE}.`,
+        schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[!-~]+$" },
+      },
+    ],
+    response: { "Idempotent-Replayed": { $ref: "#/components/headers/Idempotent-Replayed" } },
+    errorStatuses: [409],
+  },
+};
+
+/** When each event fires (spec §Events). */
+const EVENT_DESCRIPTIONS: Readonly<Record<EventType, string>> = {
+  "message.sent": "The messaging network accepted the message.",
+  "message.delivered": "The message reached the handset.",
+  "message.read": "The recipient opened it; only when the recipient has read receipts on.",
+  "message.failed": "The message will not arrive; `data.error` carries the network's error code and title.",
+  "message.received": "Somebody replied; `data` describes the reply (`from`, `text`, `reply_to_message_id`).",
+  "flow.completed": "A form was submitted; files are listed without contents (GET /v1/flow_responses/{id}/files/{index}).",
+};
+
+/** What every webhook delivery has in common (spec §Outbound, §Webhook signature, §Delivery rules). */
+const WEBHOOK_DELIVERY = `POSTed to the endpoint URL configured in the console, as JSON; only the event types selected for the endpoint are sent. Verify \`Service-Signature\` over the raw body before parsing it. Delivery is at least once and unordered: deduplicate on the event id (\`Service-Delivery\`) and order by \`data.occurred_at\`; ignore event types and fields you do not know.`;
 
 const TIMESTAMP = "google.protobuf.Timestamp";
 const STRUCT = "google.protobuf.Struct";
@@ -132,6 +180,7 @@ export function buildOpenApiDocument(services: readonly DescService[], options: 
       if (binding) collectOutputs(responseMessage(method, binding.responseBody));
     }
   }
+  for (const envelope of Object.values(options.webhookEnvelopes ?? {})) collectOutputs(envelope);
 
   function schemaName(desc: DescMessage | DescEnum, role: Role): string {
     const base = desc.typeName.startsWith("messaging.v1.") ? desc.typeName.slice("messaging.v1.".length) : desc.typeName;
@@ -247,6 +296,9 @@ export function buildOpenApiDocument(services: readonly DescService[], options: 
         const exclude = new Set([...pathFields, ...(binding.body ? [binding.body] : [])]);
         parameters.push(...queryParameters(method.input, "", exclude, new Set([method.input.typeName])));
       }
+      const grpcMethod = `/${service.typeName}/${method.name}`;
+      const extra = OPERATION_HEADERS[grpcMethod];
+      parameters.push(...(extra?.request ?? []));
       const scope = requiredScope(method);
       const description = [describe(method), scope ? `Scope: \`${scope}\`.` : "Any valid API key may call it."].filter(Boolean).join("\n\n");
       const operation: JsonObject = {
@@ -254,7 +306,7 @@ export function buildOpenApiDocument(services: readonly DescService[], options: 
         summary: firstSentence(describe(method)) ?? method.name,
         description,
         tags: [service.name],
-        "x-grpc-method": `/${service.typeName}/${method.name}`,
+        "x-grpc-method": grpcMethod,
         security: [{ apiKey: scope ? [scope] : [] }],
       };
       if (parameters.length > 0) operation.parameters = parameters;
@@ -263,10 +315,12 @@ export function buildOpenApiDocument(services: readonly DescService[], options: 
         const schema = bodyField ? valueSchema(bodyField, "input") : ref(schemaName(method.input, "input"));
         operation.requestBody = { required: true, content: { "application/json": { schema } } };
       }
+      const success = successResponse(method, binding.responseBody);
+      if (extra) success.headers = { ...(success.headers as JsonObject), ...extra.response };
+      const errorStatuses = [...COMMON_ERROR_STATUSES, ...(pathFields.length > 0 ? [404] : []), ...(extra?.errorStatuses ?? [])];
       operation.responses = {
-        200: successResponse(method, binding.responseBody),
-        ...(pathFields.length > 0 ? { 404: { $ref: "#/components/responses/Error404" } } : {}),
-        ...Object.fromEntries(COMMON_ERROR_STATUSES.map((status) => [status, { $ref: `#/components/responses/Error${status}` }])),
+        200: success,
+        ...Object.fromEntries(errorStatuses.sort((a, b) => a - b).map((status) => [status, { $ref: `#/components/responses/Error${status}` }])),
         default: { $ref: "#/components/responses/Error" },
       };
       paths[path] = { ...paths[path], [binding.httpMethod.toLowerCase()]: operation };
@@ -295,21 +349,40 @@ export function buildOpenApiDocument(services: readonly DescService[], options: 
     };
   }
 
+  const webhooks: Record<string, JsonObject> = {};
+  for (const [type, envelope] of Object.entries(options.webhookEnvelopes ?? {}) as [EventType, DescMessage][]) {
+    webhooks[type] = {
+      post: {
+        operationId: `on${type.split(/[._]/).map((part) => part.charAt(0).toUpperCase() + part.slice(1)).join("")}`,
+        summary: EVENT_DESCRIPTIONS[type],
+        description: `${EVENT_DESCRIPTIONS[type]}\n\n${WEBHOOK_DELIVERY}`,
+        tags: ["Webhooks"],
+        security: [],
+        parameters: webhookHeaders(type),
+        requestBody: { required: true, content: { "application/json": { schema: ref(schemaName(envelope, "output")) } } },
+        responses: { "2XX": { $ref: "#/components/responses/WebhookReceived" }, default: { $ref: "#/components/responses/WebhookFailed" } },
+      },
+    };
+  }
+
   // Fill the schemas reached (filling may reach more).
   for (let item = pending.shift(); item; item = pending.shift()) {
     const name = schemaName(item.desc, item.role);
     schemas[name] = item.desc.kind === "enum" ? buildEnumSchema(item.desc) : buildMessageSchema(item.desc, item.role);
   }
 
+  const hooks = Object.keys(webhooks).length > 0 ? webhookComponents() : undefined;
   return {
     openapi: "3.1.0",
     info: { title: options.title, version: options.version, description: options.description },
     security: [{ apiKey: [] }],
-    tags,
+    tags: hooks ? [...tags, { name: "Webhooks", description: "Signed deliveries of events to the customer's endpoint." }] : tags,
     paths,
+    ...(hooks ? { webhooks } : {}),
     components: {
       schemas: { ...sortKeys(schemas), ...errorSchemas() },
-      responses: errorResponses(),
+      ...(hooks ? { parameters: hooks.parameters } : {}),
+      responses: { ...errorResponses(), ...hooks?.responses },
       headers: headerComponents(),
       securitySchemes: {
         apiKey: {
@@ -318,6 +391,45 @@ export function buildOpenApiDocument(services: readonly DescService[], options: 
           description:
             "An API key, sent on every request as `Authorization: Bearer sk_…`. Keys are made in the console; each has scopes, an optional expiry, an optional IP allow-list and a per-minute budget.",
         },
+      },
+    },
+  };
+}
+
+/** Header parameters of a webhook delivery of `type`: the shared ones of webhookComponents() and the type. */
+function webhookHeaders(type: EventType): JsonObject[] {
+  return [
+    { $ref: "#/components/parameters/Service-Signature" },
+    { name: "Service-Event", in: "header", required: true, description: "The event type.", schema: { type: "string", const: type } },
+    { $ref: "#/components/parameters/Service-Delivery" },
+  ];
+}
+
+/** Parameters and responses every webhook delivery shares (spec §Outbound, §Webhook signature, §Delivery rules). */
+function webhookComponents(): { parameters: JsonObject; responses: JsonObject } {
+  return {
+    parameters: {
+      "Service-Signature": {
+        name: "Service-Signature",
+        in: "header",
+        required: true,
+        description:
+          "`t=<unix seconds>,v1=<hex>`: v1 is the lowercase hex HMAC-SHA256, keyed with the endpoint's signing secret (`whsec_…`), of `<t>.<raw body>`. Refuse a delivery whose t is not a number or is more than 300 seconds from your clock, and compare in constant time.",
+        schema: { type: "string", pattern: "^t=\\d+,v1=[0-9a-f]{64}$" },
+      },
+      "Service-Delivery": {
+        name: "Service-Delivery",
+        in: "header",
+        required: true,
+        description: "The event id: equals the envelope's id and is the same on every retry of the event.",
+        schema: { type: "string", format: "uuid" },
+      },
+    },
+    responses: {
+      WebhookReceived: { description: "Received: any 2xx within ten seconds. The body is ignored." },
+      WebhookFailed: {
+        description:
+          "Any other answer, or none within ten seconds, is a failure. A failed delivery is retried seven times (immediately, then after 10 s, 1 min, 5 min, 30 min, 2 h and 6 h); after twenty consecutive failures the endpoint is disabled.",
       },
     },
   };
@@ -431,10 +543,18 @@ function errorResponses(): Record<string, JsonValue> {
 function headerComponents(): Record<string, JsonValue> {
   const seconds = { type: "integer", minimum: 0 };
   return {
-    "Request-Id": { description: "Identifier of the request (req_…), also in error bodies and the request log.", schema: { type: "string", pattern: "^req_" } },
-    "RateLimit-Limit": { description: "The key's budget of requests per minute.", schema: { type: "integer", minimum: 0 } },
-    "RateLimit-Remaining": { description: "Requests left in the current one-minute window.", schema: { type: "integer", minimum: 0 } },
-    "RateLimit-Reset": { description: "Seconds until the window rolls over.", schema: seconds },
+    "Request-Id": {
+      description: "Identifier of the request (req_…), also in error bodies and the request log.",
+      required: true,
+      schema: { type: "string", pattern: "^req_" },
+    },
+    "RateLimit-Limit": { description: "The key's budget of requests per minute.", required: true, schema: { type: "integer", minimum: 0 } },
+    "RateLimit-Remaining": { description: "Requests left in the current one-minute window.", required: true, schema: { type: "integer", minimum: 0 } },
+    "RateLimit-Reset": { description: "Seconds until the window rolls over.", required: true, schema: seconds },
     "Retry-After": { description: "On 429: seconds to wait before retrying, equal to RateLimit-Reset.", required: true, schema: seconds },
+    "Idempotent-Replayed": {
+      description: "`true` when the answer is the message an earlier request with the same Idempotency-Key created; absent otherwise.",
+      schema: { type: "string", enum: ["true"] },
+    },
   };
 }

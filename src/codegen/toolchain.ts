@@ -84,8 +84,9 @@ async function exists(file: string): Promise<boolean> {
 const TOOLCHAIN_PROBES = {
   go: ["go", ["version"]],
   python3: ["python3", ["--version"]],
-  // ensurePythonVenv needs the venv module and pip's bootstrap (Debian ships them apart).
-  "python3-venv": ["python3", ["-c", "import venv, ensurepip"]],
+  // ensurePythonVenv needs the venv module and pip's bootstrap (Debian ships them apart);
+  // gen/python/messaging_rest needs Python 3.11 (typing.Self, enum.StrEnum).
+  "python3-venv": ["python3", ["-c", "import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11) and 'Python 3.11 or later is needed')"]],
 } as const;
 
 /**
