@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, type Config } from "./config.js";
 import { startService, type RunningService } from "./server.js";
 import { createLogger, type Logger } from "./shared/logger.js";
 import { startEmbeddedFerretDb, type EmbeddedDatabase } from "./store/embedded-ferretdb.js";
+import { loadOrCreateSecretKey } from "./webhooks/secret-key-file.js";
 
 /*
  * Entry point of `npm start`. Reads the configuration, starts the embedded
@@ -82,6 +83,10 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  if (config.mongodbUri && !config.webhookSecretKey) {
+    process.stderr.write("Invalid configuration:\n  - WEBHOOK_SECRET_KEY: must be set when MONGODB_URI is set (32 bytes as 64 hex digits or base64; it encrypts the webhook signing secrets)\n");
+    process.exit(2);
+  }
   const logger: Logger = createLogger(config.logLevel);
   let embedded: EmbeddedDatabase | undefined;
   let mongodbUri = config.mongodbUri;
@@ -91,7 +96,8 @@ async function main(): Promise<void> {
   }
   const tokenGenerated = !config.consoleToken;
   const consoleToken = config.consoleToken ?? randomBytes(24).toString("base64url");
-  const service = await startService({ config: { ...config, mongodbUri, consoleToken }, logger });
+  const webhookSecretKey = config.webhookSecretKey ?? (await loadOrCreateSecretKey(path.join(config.dataDir, "webhook-secret-key")));
+  const service = await startService({ config: { ...config, mongodbUri, consoleToken, webhookSecretKey }, logger });
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -13,6 +13,7 @@ import type { Capability, Platform } from "./capability.js";
 import type { Config } from "./config.js";
 import { createConsoleAdmission } from "./console/console-admission.js";
 import { createTenancyCapability } from "./console/tenancy-capability.js";
+import { createWebhooksCapability } from "./webhooks/webhooks-capability.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gateway/interceptors.js";
 import { createRpcServer, type RpcServer } from "./gateway/rpc-server.js";
@@ -66,7 +67,7 @@ const PUBLIC_SERVICES = [AccountService, SenderService, TemplateService, Message
  * handlers, HTTP routes, jobs and indexes in through the Capability shape.
  */
 function createCapabilities(platform: Platform): Capability[] {
-  return [createAccountCapability(), createTenancyCapability(platform)];
+  return [createAccountCapability(), createTenancyCapability(platform), createWebhooksCapability(platform)];
 }
 
 /**
@@ -92,7 +93,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
   const events = createEventBus(db, clock, logger);
   for (const store of [workspaces, keys, rateLimiter, requestLog, events]) await store.ensureIndexes();
 
-  const scheduler = createScheduler(db, logger);
+  const scheduler = createScheduler(db, logger, config.jobPollIntervalMs);
   scheduler.define(
     createPruneJob({ requestLog, rateLimiter, retentionDays: config.requestLogRetentionDays, clock, logger }),
   );

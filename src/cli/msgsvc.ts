@@ -1,7 +1,10 @@
 import { Command } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describeError } from "../shared/errors.js";
+import { attemptCommands } from "./commands/attempts.js";
+import { deliveryCommands } from "./commands/deliveries.js";
 import { keyCommands } from "./commands/keys.js";
+import { webhookCommands } from "./commands/webhooks.js";
 import { workspaceCommands } from "./commands/workspaces.js";
 import { createCliContext, UsageError, type CliContext } from "./context.js";
 
@@ -14,7 +17,7 @@ import { createCliContext, UsageError, type CliContext } from "./context.js";
  */
 
 /** The command groups, one module each under commands/. */
-const groups: ((ctx: CliContext) => Command)[] = [workspaceCommands, keyCommands];
+const groups: ((ctx: CliContext) => Command)[] = [workspaceCommands, keyCommands, webhookCommands, deliveryCommands, attemptCommands];
 
 /**
  * Runs the CLI with `argv` (without node and script); resolves to the exit

@@ -1,4 +1,4 @@
-import { Agenda, InMemoryNotificationChannel, type Job } from "agenda";
+import { Agenda, InMemoryNotificationChannel, type BackoffStrategy, type Job } from "agenda";
 import { MongoBackend } from "@agendajs/mongo-backend";
 import type { Db } from "mongodb";
 import type { Logger } from "../shared/logger.js";
@@ -13,6 +13,10 @@ export interface JobSpec<Data = unknown> {
   concurrency?: number;
   /** How long a claimed run stays locked before another worker may take it over, in ms. */
   lockLifetimeMs?: number;
+  /** Deletes a one-time job once it has run without error (else it stays in `jobs`). */
+  removeOnComplete?: boolean;
+  /** When a run throws: the delay before the next run, or null to give up (Agenda's backoff). */
+  backoff?: BackoffStrategy;
 }
 
 /** Background work on Agenda (DESIGN.md §6), with jobs stored in the `jobs` collection. */
@@ -49,6 +53,8 @@ export function createScheduler(db: Db, logger: Logger, processEveryMs = 5000): 
       agenda.define(spec.name, (job: Job<never>) => spec.run(job.attrs.data, job as never), {
         ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
         ...(spec.lockLifetimeMs ? { lockLifetime: spec.lockLifetimeMs } : {}),
+        ...(spec.removeOnComplete ? { removeOnComplete: true } : {}),
+        ...(spec.backoff ? { backoff: spec.backoff } : {}),
       });
     },
     async every(interval, name) {
