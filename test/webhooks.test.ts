@@ -1,8 +1,10 @@
+import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebhookEndpointService } from "../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
 import type { EventType } from "../src/events/event-bus.js";
+import { projectRoot } from "../src/store/embedded-ferretdb.js";
 import { verifyWebhookSignature } from "../src/webhooks/signature.js";
 import { clientFor, rest } from "./helpers/clients.js";
 import { answerOk, answerStatus, failTimes, startReceiver, type Receiver, type ReceiverBehavior } from "./helpers/receivers.js";
@@ -367,5 +369,65 @@ describe("console endpoints", () => {
       return res.json.status === "canceled" ? res.json : undefined;
     });
     expect(after.next_attempt_at).toBeNull();
+  });
+});
+
+/** Runs the msgsvc bin against the test service. */
+function msgsvc(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["src/cli/bin.mjs", ...args], {
+      cwd: projectRoot,
+      env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: TEST_CONSOLE_TOKEN },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+describe("msgsvc webhooks, deliveries, attempts", () => {
+  it("manages an endpoint, lists its deliveries and attempts, and retries one", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver(answerStatus(500));
+    const created = await msgsvc(["webhooks", "create", "--workspace", ws, "--name", "cli", "--url", rcv.url, "--events", "message.delivered,flow.completed"]);
+    expect(created.code, created.stderr).toBe(0);
+    const secret = /Signing secret \(shown once, store it now\):\n(whsec_[A-Za-z0-9_-]{43})\n/.exec(created.stdout)?.[1];
+    expect(secret).toBeDefined();
+    const id = /(whk_[0-9a-f-]{36})/.exec(created.stdout)?.[1] as string;
+
+    const listed = await msgsvc(["webhooks", "list", "--workspace", ws]);
+    expect(listed.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+URL\s+EVENTS\s+ENABLED/);
+    expect(listed.stdout).toContain("message.delivered,flow.completed");
+    expect(listed.stdout).not.toContain(secret);
+
+    const updated = await msgsvc(["webhooks", "update", id, "--name", "renamed", "--events", "message.delivered", "--json"]);
+    expect(JSON.parse(updated.stdout)).toMatchObject({ name: "renamed", events: ["message.delivered"] });
+
+    const event = await publish(ws);
+    const [delivery] = await deliveriesOf(id, (d) => d[0]?.status === "failed");
+    const deliveries = await msgsvc(["deliveries", "list", "--endpoint", id]);
+    expect(deliveries.stdout).toMatch(new RegExp(`${delivery.id}\\s+message.delivered\\s+failed\\s+8\\s+500\\s+http_status`));
+    expect(JSON.parse((await msgsvc(["deliveries", "list", "--event", event._id, "--json"])).stdout)[0].id).toBe(delivery.id);
+    const attempts = await msgsvc(["attempts", "list", "--delivery", delivery.id, "--json"]);
+    expect(JSON.parse(attempts.stdout)).toHaveLength(8);
+
+    rcv.behave(answerOk);
+    const retried = await msgsvc(["deliveries", "retry", delivery.id]);
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(retried.stdout).toMatch(/manual\s+1\s+/);
+    expect(retried.stdout).toContain(`delivery ${delivery.id} is succeeded`);
+
+    const disabled = await msgsvc(["webhooks", "disable", id, "--reason", "rotating the server", "--json"]);
+    expect(JSON.parse(disabled.stdout)).toMatchObject({ enabled: false, disabled_reason: "rotating the server" });
+    expect(JSON.parse((await msgsvc(["webhooks", "enable", id, "--json"])).stdout).enabled).toBe(true);
+    expect((await msgsvc(["webhooks", "delete", id])).stdout).toBe(`deleted ${id}\n`);
+    const gone = await msgsvc(["webhooks", "get", id]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/^error: not_found: No webhook_endpoint with id/);
+    const usage = await msgsvc(["deliveries", "list"]);
+    expect(usage).toMatchObject({ code: 2, stderr: "error: give --endpoint or --event\n" });
   });
 });

@@ -13,6 +13,8 @@ export interface JobSpec<Data = unknown> {
   concurrency?: number;
   /** How long a claimed run stays locked before another worker may take it over, in ms. */
   lockLifetimeMs?: number;
+  /** Runs of this job one process holds locked at once (running or waiting to run); unlimited if unset. */
+  lockLimit?: number;
   /** Deletes a one-time job once it has run without error (else it stays in `jobs`). */
   removeOnComplete?: boolean;
   /** When a run throws: the delay before the next run, or null to give up (Agenda's backoff). */
@@ -53,6 +55,7 @@ export function createScheduler(db: Db, logger: Logger, processEveryMs = 5000): 
       agenda.define(spec.name, (job: Job<never>) => spec.run(job.attrs.data, job as never), {
         ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
         ...(spec.lockLifetimeMs ? { lockLifetime: spec.lockLifetimeMs } : {}),
+        ...(spec.lockLimit ? { lockLimit: spec.lockLimit } : {}),
         ...(spec.removeOnComplete ? { removeOnComplete: true } : {}),
         ...(spec.backoff ? { backoff: spec.backoff } : {}),
       });

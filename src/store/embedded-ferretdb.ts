@@ -11,22 +11,26 @@ import type { Logger } from "../shared/logger.js";
 export const FERRETDB_VERSION = "v1.24.2";
 const FERRETDB_MODULE = "github.com/FerretDB/FerretDB";
 /** Name of the patch set applied by patchFerretDbSource; part of the cache path, so a change rebuilds. */
-const FERRETDB_PATCHES = "id-index";
+const FERRETDB_PATCHES = "id-index.update-close";
 
 /**
- * Patches FerretDB v1's SQLite backend so that look-ups, updates and deletes
- * by `_id` use the unique `_id` index instead of scanning the table.
+ * Patches two defects of FerretDB v1 before it is built.
  *
- * Why: FerretDB creates the index on the expression `_ferretdb_sjson->"_id"`
+ * 1. Look-ups, updates and deletes by `_id` use the unique `_id` index
+ * instead of scanning the table. FerretDB creates the index on the expression `_ferretdb_sjson->"_id"`
  * but queries with `_ferretdb_sjson->'$._id'`; SQLite only uses an index on an
  * expression written the same way, so every `{_id: …}` find, update and delete
  * scanned the whole table (measured: an update by `_id` took 14 ms at 1,000
  * documents and 233 ms at 40,000). And it pushes `_id` down only when it is the
  * filter's sole key, so a conditional update such as `{_id, status}` scanned
- * too. The patch (1) writes the query expression as the index's, and (2)
- * pushes an `_id` string or ObjectId equality down whatever other keys the
- * filter has. Both are safe: the handlers filter the rows again with the whole
+ * too. The patch writes the query expression as the index's, and pushes an
+ * `_id` string or ObjectId equality down whatever other keys the filter has. Both are safe: the handlers filter the rows again with the whole
  * filter. Inserts and every other query are unchanged.
+ *
+ * 2. An update command with many statements (bulkWrite) no longer hangs:
+ * FerretDB kept each statement's query open until the whole command ended,
+ * so the 100th statement waited forever for one of SQLite's 100 pooled
+ * connections. The patch closes each statement's query once it is applied.
  *
  * @throws Error when the source no longer has the expected text (another FerretDB version).
  */
@@ -34,6 +38,11 @@ export async function patchFerretDbSource(source: string): Promise<void> {
   const edits: [file: string, from: string, to: string][] = [
     ["internal/backends/sqlite/metadata/metadata.go", `IDColumn = DefaultColumn + "->'$._id'"`, `IDColumn = DefaultColumn + "->\\"_id\\""`],
     ["internal/backends/sqlite/collection.go", "if params.Filter.Len() == 1 {", "if countIDKeys(params.Filter.Keys()) == 1 {"],
+    [
+      "internal/handler/msg_update.go",
+      `result, err := common.UpdateDocument(ctx, c, "update", iter, &u)`,
+      `result, err := common.UpdateDocument(ctx, c, "update", iter, &u)\n\t\tcloser.Close() // closing twice is harmless`,
+    ],
   ];
   for (const [file, from, to] of edits) {
     const target = path.join(source, file);

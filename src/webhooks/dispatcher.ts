@@ -34,6 +34,14 @@ const MAX_BATCH_ITEMS = 500;
 const MAX_IN_FLIGHT_ITEMS = 10_000;
 /** Retry batches one process runs at once. */
 const BATCH_CONCURRENCY = 4;
+/** Items of one retry batch in progress at once (so that queues stay short and new events pass). */
+const ITEMS_IN_PROGRESS_PER_BATCH = 64;
+/**
+ * Retry batches one process holds locked (running or next in line). Agenda
+ * looks for new jobs only every JOB_POLL_INTERVAL_MS, so a process keeps a
+ * few seconds of work in hand; the rest stays free for other workers.
+ */
+const BATCH_LOCK_LIMIT = 16;
 /** Beyond the attempt deadline, how long a claim without an outcome may still be in flight, in ms. */
 const CLAIM_MARGIN_MS = 2000;
 /** Longest interval between writes of last_success_at for an endpoint that keeps succeeding, in ms. */
@@ -171,10 +179,20 @@ export class Dispatcher {
   private wake: () => void = () => {};
   private readonly stopped = new Promise<void>((resolve) => (this.wake = resolve));
 
-  private readonly claims = new GroupCommit<Item, Claim>((items) => this.writeClaims(items));
-  private readonly results = new GroupCommit<ResultEntry, boolean>((entries) => this.writeResults(entries));
-  private readonly followUps = new GroupCommit<FollowUp, void>((entries) => this.writeFollowUps(entries));
-  private readonly marks = new GroupCommit<string, void>((ids) => this.writeMarks(ids));
+  // Writes are capped (items per command) so that no single command holds the database for long.
+  // New events have writers of their own, so that their first attempts never queue behind retries.
+  private readonly writers = {
+    urgent: {
+      claims: new GroupCommit<Item, Claim>((items) => this.writeClaims(items), 200),
+      results: new GroupCommit<ResultEntry, boolean>((entries) => this.writeResults(entries), 200),
+    },
+    background: {
+      claims: new GroupCommit<Item, Claim>((items) => this.writeClaims(items), 200),
+      results: new GroupCommit<ResultEntry, boolean>((entries) => this.writeResults(entries), 200),
+    },
+  };
+  private readonly followUps = new GroupCommit<FollowUp, void>((entries) => this.writeFollowUps(entries), MAX_BATCH_ITEMS);
+  private readonly marks = new GroupCommit<string, void>((ids) => this.writeMarks(ids), 100);
 
   constructor(private readonly o: DispatcherOptions) {
     this.cache = new EndpointCache(o.endpoints, o.secretKey);
@@ -189,6 +207,7 @@ export class Dispatcher {
     const batch: JobSpec<{ batch_id: string }> = {
       name: BATCH_JOB,
       concurrency: BATCH_CONCURRENCY,
+      lockLimit: BATCH_LOCK_LIMIT,
       lockLifetimeMs: this.o.leaseMs,
       removeOnComplete: true,
       // A batch that fails (database unavailable, stopping) runs again: nothing is dropped.
@@ -278,7 +297,7 @@ export class Dispatcher {
     if (this.inFlight + items.length > MAX_IN_FLIGHT_ITEMS) {
       await Promise.all(items.map((item) => this.followUps.add({ item, due: this.o.clock.now() })));
     } else {
-      await settleAll(items.map((item) => this.process(item)));
+      await forEachSettled(items, items.length, (item) => this.process(item));
     }
     await this.marks.add(event._id);
   }
@@ -306,12 +325,14 @@ export class Dispatcher {
         const endpoint = await this.cache.get(item.endpointId);
         if (!endpoint) return;
         if (!endpoint.enabled) return await this.followUps.add({ item, pausedFor: endpoint.id });
-        const claim = await this.claims.add(item);
+        const urgent = item.work.startsWith("event:");
+        const { claims, results } = urgent ? this.writers.urgent : this.writers.background;
+        const claim = await claims.add(item);
         let next: Date | null;
         if (claim.claimed) {
-          const outcome = await this.attempt(item, endpoint);
+          const outcome = await this.attempt(item, endpoint, urgent);
           next = outcome.succeeded ? null : this.nextAttemptAt(item.number, outcome);
-          const stored = await this.results.add({ item, trigger: "automatic", number: item.number, url: endpoint.url, outcome, counts: true, nextAttemptAt: next });
+          const stored = await results.add({ item, trigger: "automatic", number: item.number, url: endpoint.url, outcome, counts: true, nextAttemptAt: next });
           if (outcome.succeeded) return;
           if (!stored) next = (await this.o.store.attempts.findOne({ _id: automaticAttemptId(item.deliveryId, item.number) }))?.next_attempt_at ?? null;
         } else {
@@ -328,7 +349,7 @@ export class Dispatcher {
             }
             const outcome = interrupted(claim.at);
             next = this.nextAttemptAt(item.number, outcome);
-            await this.results.add({ item, trigger: "automatic", number: item.number, url: endpoint.url, outcome, counts: false, nextAttemptAt: next });
+            await results.add({ item, trigger: "automatic", number: item.number, url: endpoint.url, outcome, counts: false, nextAttemptAt: next });
           }
         }
         if (next === null) return;
@@ -341,9 +362,9 @@ export class Dispatcher {
     }
   }
 
-  private attempt(item: Item, endpoint: EndpointView): Promise<AttemptOutcome> {
+  private attempt(item: Item, endpoint: EndpointView, urgent: boolean): Promise<AttemptOutcome> {
     if (endpoint.secret === undefined) throw new SecretKeyError(endpoint.secretError ?? "no signing secret");
-    return this.o.sender.send({ url: endpoint.url, body: item.body, secret: endpoint.secret, eventType: item.eventType, eventId: item.eventId });
+    return this.o.sender.send({ url: endpoint.url, body: item.body, secret: endpoint.secret, eventType: item.eventType, eventId: item.eventId, urgent });
   }
 
   /* ------------------------------------------------------------ grouped writes */
@@ -527,7 +548,7 @@ export class Dispatcher {
     try {
       for (const endpointId of new Set(stored.items.map((i) => i.e))) await this.cache.get(endpointId, 0);
       const work = `batch:${batchId}`;
-      await settleAll(stored.items.map((b) => this.process(fromBatchItem(b, work))));
+      await forEachSettled(stored.items, ITEMS_IN_PROGRESS_PER_BATCH, (b) => this.process(fromBatchItem(b, work)));
       await this.o.store.batches.deleteOne({ _id: batchId });
       await this.o.store.batchItems.deleteOne({ _id: batchId });
     } finally {
@@ -635,8 +656,8 @@ export class Dispatcher {
       number,
       work: "manual",
     };
-    const outcome = await this.attempt(item, endpoint);
-    await this.results.add({ item, trigger: "manual", number, url: endpoint.url, outcome, counts: true, nextAttemptAt: null });
+    const outcome = await this.attempt(item, endpoint, true);
+    await this.writers.urgent.results.add({ item, trigger: "manual", number, url: endpoint.url, outcome, counts: true, nextAttemptAt: null });
     const id = manualAttemptId(delivery._id, number);
     if (outcome.succeeded) {
       const rest = [];
@@ -662,9 +683,19 @@ function interrupted(claimedAt: Date): AttemptOutcome {
   };
 }
 
-/** Waits for every promise, then throws the first rejection, if any. */
-async function settleAll(promises: Promise<unknown>[]): Promise<void> {
-  const results = await Promise.allSettled(promises);
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-  if (failed) throw failed.reason;
+/**
+ * Runs `run` on every item, at most `limit` at once, and waits for all of
+ * them; then throws the first error, if any (the others still ran).
+ */
+async function forEachSettled<T>(items: readonly T[], limit: number, run: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const errors: unknown[] = [];
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await run(item).catch((err: unknown) => errors.push(err));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (errors.length > 0) throw errors[0];
 }

@@ -42,6 +42,8 @@ export interface WebhookRequest {
   eventType: string;
   /** Event id, for Service-Delivery. */
   eventId: string;
+  /** Goes ahead of the others waiting for a free slot (first attempts of new events, manual ones). */
+  urgent?: boolean;
 }
 
 /** Bytes of an answer's body kept on the attempt record. */
@@ -58,7 +60,7 @@ export const USER_AGENT = "messaging-service-webhooks/0.1";
 
 /** Sends signed webhook requests (spec §Outbound: webhook delivery). */
 export interface WebhookSender {
-  /** Makes one attempt; never throws: every failure is an outcome. */
+  /** Makes one attempt (urgent ones first when all slots are taken); never throws: every failure is an outcome. */
   send(req: WebhookRequest): Promise<AttemptOutcome>;
   /** Closes the connections. */
   close(): Promise<void>;
@@ -193,7 +195,7 @@ export function createWebhookSender(options: { timeoutMs: number; policy: Target
   }
 
   return {
-    send: (req) => slots.runExclusive(() => attempt(req)),
+    send: (req) => slots.runExclusive(() => attempt(req), 1, req.urgent ? 1 : 0),
     close: () => agent.close(),
   };
 }
