@@ -2,7 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import type { ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { BATCH_JOB } from "../src/webhooks/dispatcher.js";
+import { BATCH_JOB } from "../src/webhooks/retry-batches.js";
 import { rest } from "./helpers/clients.js";
 import { startServiceProcess, stopProcess } from "./helpers/processes.js";
 import { answerOk, answerStatus, startReceiver, type Receiver } from "./helpers/receivers.js";

@@ -7,7 +7,7 @@ import { loadConfig } from "../../src/config.js";
 import { startService, type RunningService } from "../../src/server.js";
 import { createLogger } from "../../src/shared/logger.js";
 import { automaticAttemptId, deliveryId, type AttemptRecord, type BatchItem } from "../../src/webhooks/delivery-store.js";
-import { BATCH_JOB } from "../../src/webhooks/dispatcher.js";
+import { BATCH_JOB } from "../../src/webhooks/retry-batches.js";
 import { startProcess, stopProcess, TEST_WEBHOOK_SECRET_KEY } from "../helpers/processes.js";
 import { percentile, table } from "./harness.js";
 
