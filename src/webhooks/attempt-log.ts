@@ -22,10 +22,18 @@ export interface AttemptEntry {
   nextAttemptAt: Date | null;
 }
 
-/** Most claims or outcomes in one command, so that no write holds the database for long. */
-const MAX_WRITE = 200;
-/** Longest interval between writes of last_success_at for an endpoint that keeps succeeding, in ms. */
-const SUCCESS_WRITE_INTERVAL_MS = 1000;
+/**
+ * Most claims or outcomes in one command: new events' writes are rare and
+ * small; retries' writes are kept short (a few ms each) so that new events'
+ * writes, queued behind them on the database, wait little.
+ */
+const MAX_WRITE = { urgent: 200, background: 50 };
+/**
+ * For an endpoint that keeps succeeding: longest interval between reads of
+ * its count (another process may have counted failures) and between writes
+ * of last_success_at, in ms.
+ */
+const SUCCESS_CHECK_INTERVAL_MS = 1000;
 
 /**
  * Claims and outcomes of attempts, written in groups (GroupCommit): the
@@ -35,20 +43,23 @@ const SUCCESS_WRITE_INTERVAL_MS = 1000;
  * never queue behind a backlog of retries.
  */
 export class AttemptLog {
-  private readonly successWrittenAt = new Map<string, number>();
+  /** Per endpoint: when this process last checked its count after a success. */
+  private readonly checkedAt = new Map<string, number>();
+  /** Endpoints for which this process counted failures since it last reset the count. */
+  private readonly failedHere = new Set<string>();
   private readonly writers = {
-    urgent: this.makeWriters(),
-    background: this.makeWriters(),
+    urgent: this.makeWriters(MAX_WRITE.urgent),
+    background: this.makeWriters(MAX_WRITE.background),
   };
 
   constructor(
     private readonly o: { store: DeliveryStore; endpoints: EndpointStore; cache: EndpointCache; clock: Clock; logger: Logger },
   ) {}
 
-  private makeWriters() {
+  private makeWriters(maxWrite: number) {
     return {
-      claims: new GroupCommit<WorkItem, Claim>((items) => this.writeClaims(items), MAX_WRITE),
-      outcomes: new GroupCommit<AttemptEntry, boolean>((entries) => this.writeOutcomes(entries), MAX_WRITE),
+      claims: new GroupCommit<WorkItem, Claim>((items) => this.writeClaims(items), maxWrite),
+      outcomes: new GroupCommit<AttemptEntry, boolean>((entries) => this.writeOutcomes(entries), maxWrite),
     };
   }
 
@@ -116,6 +127,7 @@ export class AttemptLog {
         const countFailed = async () => {
           if (failed.length === 0) return;
           const failures: CountedFailure[] = failed.map((e) => ({ at: e.outcome.startedAt, summary: e.outcome.errorMessage ?? "failed" }));
+          this.failedHere.add(endpointId);
           const tipping = await this.o.endpoints.countFailures(endpointId, failures);
           if (tipping !== undefined) {
             disabling.add(failed[tipping] as AttemptEntry);
@@ -166,16 +178,22 @@ export class AttemptLog {
   }
 
   /**
-   * A success resets the endpoint's count: read it (a read is cheap), and
-   * write only when it is not 0, or to move last_success_at on, at most once
-   * a second.
+   * A success resets the endpoint's count, with few writes: after a failure
+   * counted here, at once; otherwise when the endpoint as last read (at most
+   * a second ago, EndpointCache) shows failures counted elsewhere, or
+   * last_success_at more than a second old. So a success resets failures
+   * counted by other processes within about a second.
    */
   private async noteSuccess(endpointId: string, at: Date): Promise<void> {
-    const current = await this.o.endpoints.collection.findOne({ _id: endpointId }, { projection: { consecutive_failures: 1 } });
-    if (!current) return;
-    const written = this.successWrittenAt.get(endpointId) ?? 0;
-    if (current.consecutive_failures === 0 && performance.now() - written < SUCCESS_WRITE_INTERVAL_MS) return;
-    this.successWrittenAt.set(endpointId, performance.now());
+    const failedHere = this.failedHere.has(endpointId);
+    const checkedAt = this.checkedAt.get(endpointId);
+    if (!failedHere && checkedAt !== undefined && performance.now() - checkedAt < SUCCESS_CHECK_INTERVAL_MS) return;
+    this.checkedAt.set(endpointId, performance.now());
+    const endpoint = await this.o.cache.get(endpointId);
+    if (!endpoint) return;
+    const stale = !endpoint.lastSuccessAt || at.getTime() - endpoint.lastSuccessAt.getTime() >= SUCCESS_CHECK_INTERVAL_MS;
+    if (!failedHere && endpoint.consecutiveFailures === 0 && !stale) return;
+    this.failedHere.delete(endpointId);
     await this.o.endpoints.recordSuccess(endpointId, at);
   }
 }

@@ -252,6 +252,8 @@ export class Dispatcher {
       const work = `batch:${batchId}`;
       await forEachSettled(stored.items, ITEMS_IN_PROGRESS_PER_BATCH, (b) => this.process(fromBatchItem(b, work)));
       await this.batches.finish(batchId);
+      // Once Agenda has let go of this run, take on another due batch without waiting for its next poll.
+      setTimeout(() => this.o.scheduler.poke(BATCH_JOB), 0);
     } finally {
       clearInterval(touch);
     }

@@ -8,6 +8,10 @@ export interface EndpointView {
   url: string;
   events: readonly string[];
   enabled: boolean;
+  /** As read (at most ENDPOINT_CACHE_MS ago). */
+  consecutiveFailures: number;
+  /** As read (at most ENDPOINT_CACHE_MS ago). */
+  lastSuccessAt: Date | null;
   createdAt: Date;
   /** The signing secret; undefined when it does not decrypt (see secretError). */
   secret: string | undefined;
@@ -47,6 +51,8 @@ export class EndpointCache {
       url: record.url,
       events: record.events,
       enabled: record.enabled,
+      consecutiveFailures: record.consecutive_failures,
+      lastSuccessAt: record.last_success_at,
       createdAt: record.created_at,
       secret,
       secretError,

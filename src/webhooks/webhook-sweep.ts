@@ -13,20 +13,21 @@ export const SWEEP_JOB = "webhooks.sweep";
  * The sweep (SWEEP_JOB), the safety net under the in-process fan-out:
  *
  * 1. When a publishing process's registration expired (it crashed, or
- *    stopped with work left), and on the first run in each process, it fans
- *    out again every event still unmarked a lease (WEBHOOK_LEASE_MS) after
- *    its creation. This reads the events collection, so it happens only
- *    then, not on every run. Claims make it safe: attempts made already are
- *    not made again (see Dispatcher). Registrations are forgotten only once
- *    every such event was done; otherwise the next run tries again.
+ *    stopped with work left), it fans out again every event still unmarked a
+ *    lease (WEBHOOK_LEASE_MS) after its creation. This reads the events
+ *    collection (on the embedded database it reads all of it, holding up
+ *    writes for about a second per 10,000 events), so it happens only then,
+ *    not on every run. Claims make it safe: attempts made already are not
+ *    made again (see Dispatcher). Registrations are forgotten only once every
+ *    such event was done; otherwise the next run tries again. (Processes
+ *    register before any event can be published there, and a crash of every
+ *    process leaves their registrations to expire, so no event escapes.)
  * 2. It gives a job to retry batches that should have one
  *    (RetryBatches.scheduleStray).
  *
  * A failed run is simply done again at the next interval.
  */
 export class WebhookSweep {
-  private sweptOnce = false;
-
   constructor(
     private readonly o: {
       registry: PublisherRegistry;
@@ -48,10 +49,8 @@ export class WebhookSweep {
   private async run(job: Job<unknown>): Promise<void> {
     const now = this.o.clock.now();
     const dead = await this.o.registry.expired(now);
-    if (dead.length > 0 || !this.sweptOnce) {
-      const complete = await this.recoverEvents(new Date(now.getTime() - this.o.leaseMs), job);
-      this.sweptOnce = complete;
-      if (complete) await this.o.registry.forget(dead.map((d) => d._id));
+    if (dead.length > 0 && (await this.recoverEvents(new Date(now.getTime() - this.o.leaseMs), job))) {
+      await this.o.registry.forget(dead.map((d) => d._id));
     }
     await this.o.batches.scheduleStray(this.o.leaseMs);
   }
