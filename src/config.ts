@@ -22,6 +22,27 @@ const boolean = (fallback: boolean) =>
     .default(fallback ? "true" : "false")
     .transform((v) => v === "true" || v === "1" || v === "yes");
 
+/** One delay of WEBHOOK_RETRY_SCHEDULE: a whole number and a unit (ms, s, m, h); "0" alone means at once. */
+const DELAY = /^(\d{1,9})(ms|s|m|h)?$/;
+const DELAY_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const SCHEDULE_RULE = 'must be 1 to 20 comma-separated delays such as "0,10s,1m,5m,30m,2h,6h" (units ms, s, m, h; at most 24h each)';
+
+/** Parses WEBHOOK_RETRY_SCHEDULE into milliseconds, or undefined when malformed. */
+function parseSchedule(text: string): number[] | undefined {
+  const delays = text.split(",").map((part) => {
+    const match = DELAY.exec(part.trim());
+    if (!match || (match[2] === undefined && match[1] !== "0")) return NaN;
+    return Number(match[1]) * (DELAY_UNITS[match[2] ?? "ms"] as number);
+  });
+  return delays.length <= 20 && delays.every((d) => Number.isFinite(d) && d <= 86_400_000) ? delays : undefined;
+}
+
+/** Parses a 32-byte key given as 64 hex digits or as base64/base64url, or undefined. */
+function parseKey(text: string): Buffer | undefined {
+  const key = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, "hex") : /^[A-Za-z0-9+/_-]{43}=?$/.test(text) ? Buffer.from(text, "base64") : undefined;
+  return key?.length === 32 ? key : undefined;
+}
+
 /**
  * Environment variables the service reads, with defaults and rules. Every
  * variable is documented in README.md §Configuration.
@@ -76,6 +97,28 @@ const schema = z.object({
   WHATSAPP_APP_SECRET: z.string().min(1).optional(),
   WHATSAPP_VERIFY_TOKEN: z.string().min(1).optional(),
   WHATSAPP_REQUEST_TIMEOUT_MS: integer(15_000, 100, 120_000, "milliseconds"),
+  JOB_POLL_INTERVAL_MS: integer(5000, 20, 60_000, "milliseconds"),
+  WEBHOOK_SECRET_KEY: z
+    .string()
+    .transform((text, ctx) => parseKey(text) ?? (ctx.addIssue({ code: "custom", message: "must be 32 bytes as 64 hex digits or base64" }), z.NEVER))
+    .optional(),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .default("0,10s,1m,5m,30m,2h,6h")
+    .transform((text, ctx) => parseSchedule(text) ?? (ctx.addIssue({ code: "custom", message: SCHEDULE_RULE }), z.NEVER)),
+  WEBHOOK_ATTEMPT_TIMEOUT_MS: integer(10_000, 50, 60_000, "milliseconds"),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean(false),
+  WEBHOOK_ALLOW_HTTP_LOOPBACK: boolean(false),
+  WEBHOOK_LEASE_MS: integer(60_000, 200, 3_600_000, "milliseconds"),
+  WEBHOOK_SWEEP_INTERVAL_MS: integer(10_000, 50, 3_600_000, "milliseconds"),
+}).superRefine((v, ctx) => {
+  if (v.WEBHOOK_LEASE_MS < 2 * v.WEBHOOK_ATTEMPT_TIMEOUT_MS + 100) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["WEBHOOK_LEASE_MS"],
+      message: `must be at least twice WEBHOOK_ATTEMPT_TIMEOUT_MS plus 100 (${2 * v.WEBHOOK_ATTEMPT_TIMEOUT_MS + 100})`,
+    });
+  }
 });
 
 /** Variables that NETWORK=whatsapp cannot do without. */
@@ -155,6 +198,29 @@ export interface Config {
   whatsappVerifyToken: string | undefined;
   /** WhatsApp: longest wait for a Graph API answer, in ms. */
   whatsappRequestTimeoutMs: number;
+  /** How often the job worker looks for jobs made by other processes, in ms (Agenda's processEvery). */
+  jobPollIntervalMs: number;
+  /**
+   * AES-256-GCM key (32 bytes) that encrypts webhook signing secrets at rest;
+   * undefined lets the entry point keep one in DATA_DIR (embedded database only).
+   */
+  webhookSecretKey: Buffer | undefined;
+  /** Delays before the retries of a failed delivery, in ms (spec §Delivery rules 2: 0, 10 s, 1 min, 5 min, 30 min, 2 h, 6 h). */
+  webhookRetrySchedule: number[];
+  /** Deadline of a webhook attempt for the whole answer, in ms (spec: 10 s). */
+  webhookAttemptTimeoutMs: number;
+  /** Whether webhooks may go to private, loopback and link-local addresses. */
+  webhookAllowPrivateTargets: boolean;
+  /** Whether endpoint URLs may use plain http for loopback addresses. */
+  webhookAllowHttpLoopback: boolean;
+  /**
+   * How long webhook work taken by a process stays its own without a sign of
+   * life, in ms: the lock of a retry batch, the registration of a publishing
+   * process, and the age at which an event not yet fanned out is recovered.
+   */
+  webhookLeaseMs: number;
+  /** Interval of the webhook sweep (crashed publishers, paused deliveries), in ms. */
+  webhookSweepIntervalMs: number;
 }
 
 /** Raised by loadConfig with one line per bad variable. */
@@ -182,7 +248,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(
       parsed.error.issues.map((issue) => {
         const name = String(issue.path[0]);
-        return `${name}: ${issue.message} (got ${JSON.stringify(input[name])})`;
+        const given = name === "WEBHOOK_SECRET_KEY" ? `${input[name]?.length} characters` : JSON.stringify(input[name]);
+        return `${name}: ${issue.message} (got ${given})`;
       }),
     );
   }
@@ -231,5 +298,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     whatsappAppSecret: v.WHATSAPP_APP_SECRET,
     whatsappVerifyToken: v.WHATSAPP_VERIFY_TOKEN,
     whatsappRequestTimeoutMs: v.WHATSAPP_REQUEST_TIMEOUT_MS,
+    jobPollIntervalMs: v.JOB_POLL_INTERVAL_MS,
+    webhookSecretKey: v.WEBHOOK_SECRET_KEY,
+    webhookRetrySchedule: v.WEBHOOK_RETRY_SCHEDULE,
+    webhookAttemptTimeoutMs: v.WEBHOOK_ATTEMPT_TIMEOUT_MS,
+    webhookAllowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    webhookAllowHttpLoopback: v.WEBHOOK_ALLOW_HTTP_LOOPBACK,
+    webhookLeaseMs: v.WEBHOOK_LEASE_MS,
+    webhookSweepIntervalMs: v.WEBHOOK_SWEEP_INTERVAL_MS,
   };
 }

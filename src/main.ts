@@ -7,6 +7,7 @@ import { systemClock } from "./shared/clock.js";
 import { startService, type RunningService } from "./server.js";
 import { createLogger, type Logger } from "./shared/logger.js";
 import { startEmbeddedFerretDb, type EmbeddedDatabase } from "./store/embedded-ferretdb.js";
+import { loadOrCreateSecretKey } from "./webhooks/secret-key-file.js";
 
 /*
  * Entry point of `npm start`. Reads the configuration, starts the embedded
@@ -116,6 +117,10 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  if (config.mongodbUri && !config.webhookSecretKey) {
+    process.stderr.write("Invalid configuration:\n  - WEBHOOK_SECRET_KEY: must be set when MONGODB_URI is set (32 bytes as 64 hex digits or base64; it encrypts the webhook signing secrets)\n");
+    process.exit(2);
+  }
   const logger: Logger = createLogger(config.logLevel);
   let embedded: EmbeddedDatabase | undefined;
   let mongodbUri = config.mongodbUri;
@@ -131,11 +136,13 @@ async function main(): Promise<void> {
     embedded && !config.consoleAdminEmail
       ? { email: "admin@localhost", password: randomBytes(12).toString("base64url") }
       : undefined;
+  const webhookSecretKey = config.webhookSecretKey ?? (await loadOrCreateSecretKey(path.join(config.dataDir, "webhook-secret-key")));
   const service = await startService({
     config: {
       ...config,
       mongodbUri,
       consoleToken,
+      webhookSecretKey,
       consoleAdminEmail: config.consoleAdminEmail ?? demoAdmin?.email,
       consoleAdminPassword: config.consoleAdminPassword ?? demoAdmin?.password,
     },

@@ -16,6 +16,7 @@ import { consoleRefusalInterceptor, createConsoleAdmission } from "./console/con
 import { createConsoleCapability } from "./console/console-capability.js";
 import { createConsoleUserStore } from "./console/users/user-store.js";
 import { createTenancyCapability } from "./console/tenancy-capability.js";
+import { createWebhooksCapability } from "./webhooks/webhooks-capability.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { createMessagingCapabilities } from "./messages/messaging-capability.js";
 import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gateway/interceptors.js";
@@ -77,6 +78,7 @@ function createCapabilities(platform: Platform, auditLog: AuditLog): Capability[
     createConsoleCapability(platform, auditLog),
     createOpenApiCapability(),
     ...createMessagingCapabilities(platform),
+    createWebhooksCapability(platform),
   ];
 }
 
@@ -103,7 +105,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
   const events = createEventBus(db, clock, logger);
   for (const store of [workspaces, keys, rateLimiter, requestLog, events]) await store.ensureIndexes();
 
-  const scheduler = createScheduler(db, logger);
+  const scheduler = createScheduler(db, logger, config.jobPollIntervalMs);
   scheduler.define(
     createPruneJob({ requestLog, rateLimiter, retentionDays: config.requestLogRetentionDays, clock, logger }),
   );

@@ -1,14 +1,17 @@
 import { Command } from "commander";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describeError } from "../shared/errors.js";
+import { attemptCommands } from "./commands/attempts.js";
 import { auditCommands } from "./commands/audit.js";
 import { creditCommands } from "./commands/credits.js";
+import { deliveryCommands } from "./commands/deliveries.js";
 import { keyCommands } from "./commands/keys.js";
 import { requestCommands } from "./commands/requests.js";
 import { senderCommands } from "./commands/senders.js";
 import { simulateCommands } from "./commands/simulate.js";
 import { templateCommands } from "./commands/templates.js";
 import { userCommands } from "./commands/users.js";
+import { webhookCommands } from "./commands/webhooks.js";
 import { workspaceCommands } from "./commands/workspaces.js";
 import { createCliContext, UsageError, type CliContext } from "./context.js";
 
@@ -28,6 +31,9 @@ const groups: ((ctx: CliContext) => Command)[] = [
   templateCommands,
   creditCommands,
   simulateCommands,
+  webhookCommands,
+  deliveryCommands,
+  attemptCommands,
   userCommands,
   requestCommands,
   auditCommands,

@@ -1,4 +1,4 @@
-import { Agenda, InMemoryNotificationChannel, type Job } from "agenda";
+import { Agenda, InMemoryNotificationChannel, type BackoffStrategy, type Job, type JobId } from "agenda";
 import { MongoBackend } from "@agendajs/mongo-backend";
 import type { Db } from "mongodb";
 import type { Logger } from "../shared/logger.js";
@@ -15,6 +15,10 @@ export interface JobSpec<Data = unknown> {
   lockLifetimeMs?: number;
   /** Deletes a one-off run's job document once it completed (keeps `jobs` small for per-item jobs). */
   removeOnComplete?: boolean;
+  /** Runs of this job one process holds locked at once (running or waiting to run); unlimited if unset. */
+  lockLimit?: number;
+  /** When a run throws: the delay before the next run, or null to give up (Agenda's backoff). */
+  backoff?: BackoffStrategy;
 }
 
 /** Background work on Agenda (DESIGN.md §6), with jobs stored in the `jobs` collection. */
@@ -23,6 +27,11 @@ export interface Scheduler {
   readonly agenda: Agenda;
   /** Registers a kind of job (in every role: an API process may schedule what a worker runs). */
   define<Data>(spec: JobSpec<Data>): void;
+  /**
+   * Looks for due runs of job `name` now rather than at the next poll (for
+   * example once a run finished and more may be waiting in the database).
+   */
+  poke(name: string): void;
   /** Makes `name` run every `interval` (for example "10 minutes"); one schedule across processes. */
   every(interval: string, name: string): Promise<void>;
   /** Starts processing jobs (worker role). */
@@ -37,9 +46,10 @@ export interface Scheduler {
  * `processEvery` ms.
  */
 export function createScheduler(db: Db, logger: Logger, processEveryMs = 5000): Scheduler {
+  const notifications = new InMemoryNotificationChannel();
   const agenda = new Agenda({
     backend: new MongoBackend({ mongo: db, collection: "jobs" }),
-    notificationChannel: new InMemoryNotificationChannel(),
+    notificationChannel: notifications,
     processEvery: processEveryMs,
   });
   agenda.on("error", (err) => logger.error({ err }, "job scheduler error"));
@@ -52,7 +62,14 @@ export function createScheduler(db: Db, logger: Logger, processEveryMs = 5000): 
         ...(spec.concurrency ? { concurrency: spec.concurrency } : {}),
         ...(spec.lockLifetimeMs ? { lockLifetime: spec.lockLifetimeMs } : {}),
         ...(spec.removeOnComplete ? { removeOnComplete: true } : {}),
+        ...(spec.lockLimit ? { lockLimit: spec.lockLimit } : {}),
+        ...(spec.backoff ? { backoff: spec.backoff } : {}),
       });
+    },
+    poke(name) {
+      if (!started) return;
+      const now = new Date();
+      notifications.publish({ jobId: name as JobId, jobName: name, nextRunAt: now, priority: 0, timestamp: now }).catch((err: unknown) => logger.warn({ err }, "job poke failed"));
     },
     async every(interval, name) {
       await agenda.every(interval, name, undefined, { skipImmediate: true });

@@ -27,6 +27,7 @@ export const errorTable = {
   not_found: { httpStatus: 404, grpcCode: Code.NotFound },
   insufficient_credits: { httpStatus: 402, grpcCode: Code.FailedPrecondition },
   conflict: { httpStatus: 409, grpcCode: Code.AlreadyExists },
+  failed_precondition: { httpStatus: 409, grpcCode: Code.FailedPrecondition },
   unimplemented: { httpStatus: 501, grpcCode: Code.Unimplemented },
   unavailable: { httpStatus: 503, grpcCode: Code.Unavailable },
   internal: { httpStatus: 500, grpcCode: Code.Internal },

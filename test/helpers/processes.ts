@@ -3,6 +3,9 @@ import { once } from "node:events";
 import readline from "node:readline";
 import { projectRoot } from "../../src/store/embedded-ferretdb.js";
 
+/** The key that encrypts webhook signing secrets in every test service and process (WEBHOOK_SECRET_KEY). */
+export const TEST_WEBHOOK_SECRET_KEY = "7e57".repeat(16);
+
 /**
  * Starts a TypeScript entry point of this project in its own process and
  * resolves with the first JSON line of its standard output for which
@@ -40,7 +43,7 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
 
 /** Starts the service's entry point (src/main.ts) and resolves to it and its public and console ports. */
 export async function startServiceProcess(env: Record<string, string>) {
-  const { child, value } = await startProcess("src/main.ts", { LOG_LEVEL: "info", ...env }, (line) =>
+  const { child, value } = await startProcess("src/main.ts", { LOG_LEVEL: "info", WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, ...env }, (line) =>
     line.msg === "service started" ? { publicPort: line.publicPort as number, consolePort: line.consolePort as number } : undefined,
   );
   return { child, ...value };

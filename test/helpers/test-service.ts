@@ -10,6 +10,7 @@ import { loadConfig, type Config } from "../../src/config.js";
 import { startService, type RunningService } from "../../src/server.js";
 import type { Clock } from "../../src/shared/clock.js";
 import { createLogger } from "../../src/shared/logger.js";
+import { TEST_WEBHOOK_SECRET_KEY } from "./processes.js";
 
 /** The console token every test service uses. */
 export const TEST_CONSOLE_TOKEN = "test-console-token-0123456789";
@@ -71,6 +72,7 @@ export async function createTestService(options: { config?: Partial<Config>; clo
     mongodbDatabase: databaseName,
     logLevel: "silent",
     requestLogFlushMs: 20,
+    webhookSecretKey: Buffer.from(TEST_WEBHOOK_SECRET_KEY, "hex"),
     ...options.config,
     mongodbUri,
   };

@@ -1,0 +1,83 @@
+import { Command } from "commander";
+import { WebhookEndpointSchema, WebhookEndpointService } from "../../../gen/messaging/console/v1/webhook_endpoints_pb.js";
+import { toRestJson } from "../../gateway/rest-json.js";
+import { splitList, type CliContext } from "../context.js";
+
+/** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete. */
+export function webhookCommands(ctx: CliContext): Command {
+  const columns = ["id", "name", "url", "events", "enabled", "consecutive_failures", "last_success_at", "disabled_reason"];
+  const client = () => ctx.client(WebhookEndpointService);
+  const webhooks = new Command("webhooks").description("manage webhook endpoints");
+  webhooks
+    .command("create")
+    .description("create a webhook endpoint; prints its signing secret once")
+    .requiredOption("--workspace <id>", "workspace of the endpoint")
+    .requiredOption("--name <name>", "name of the endpoint")
+    .requiredOption("--url <url>", "https URL the events are POSTed to")
+    .requiredOption("--events <list>", "comma-separated event types, for example message.delivered,flow.completed")
+    .option("--json", "print JSON")
+    .action(async (o: { workspace: string; name: string; url: string; events: string; json?: boolean }) => {
+      const res = await client().createWebhookEndpoint({ workspaceId: o.workspace, name: o.name, url: o.url, events: splitList(o.events) });
+      if (o.json) {
+        ctx.printJson({ webhook_endpoint: toRestJson(WebhookEndpointSchema, res.webhookEndpoint!), secret: res.secret });
+        return;
+      }
+      ctx.print(WebhookEndpointSchema, res.webhookEndpoint!, columns, false);
+      ctx.say(`\nSigning secret (shown once, store it now):\n${res.secret}`, false);
+    });
+  webhooks
+    .command("get <id>")
+    .description("show a webhook endpoint")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      ctx.print(WebhookEndpointSchema, (await client().getWebhookEndpoint({ id })).webhookEndpoint!, columns, !!o.json);
+    });
+  webhooks
+    .command("list")
+    .description("list a workspace's webhook endpoints, newest first")
+    .requiredOption("--workspace <id>", "workspace of the endpoints")
+    .option("--page-size <n>", "items per page (at most 100)", "100")
+    .option("--page-token <token>", "token of the page to show", "")
+    .option("--json", "print JSON")
+    .action(async (o: { workspace: string; pageSize: string; pageToken: string; json?: boolean }) => {
+      const res = await client().listWebhookEndpoints({ workspaceId: o.workspace, pageSize: Number(o.pageSize), pageToken: o.pageToken });
+      ctx.print(WebhookEndpointSchema, res.data, columns, !!o.json);
+      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+    });
+  webhooks
+    .command("update <id>")
+    .description("change the URL, name or event types of a webhook endpoint")
+    .option("--url <url>", "new https URL")
+    .option("--name <name>", "new name")
+    .option("--events <list>", "new comma-separated event types")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { url?: string; name?: string; events?: string; json?: boolean }) => {
+      const res = await client().updateWebhookEndpoint({ id, url: o.url, name: o.name, events: o.events === undefined ? [] : splitList(o.events) });
+      ctx.print(WebhookEndpointSchema, res.webhookEndpoint!, columns, !!o.json);
+    });
+  webhooks
+    .command("enable <id>")
+    .description("enable a webhook endpoint; deliveries paused while it was disabled go out at once")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      ctx.print(WebhookEndpointSchema, (await client().enableWebhookEndpoint({ id })).webhookEndpoint!, columns, !!o.json);
+    });
+  webhooks
+    .command("disable <id>")
+    .description("disable a webhook endpoint: nothing is sent to it until it is enabled")
+    .option("--reason <text>", "why (recorded as disabled_reason)", "")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { reason: string; json?: boolean }) => {
+      ctx.print(WebhookEndpointSchema, (await client().disableWebhookEndpoint({ id, reason: o.reason })).webhookEndpoint!, columns, !!o.json);
+    });
+  webhooks
+    .command("delete <id>")
+    .description("delete a webhook endpoint; its pending deliveries are canceled")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      await client().deleteWebhookEndpoint({ id });
+      if (o.json) ctx.printJson({ id, deleted: true });
+      else ctx.say(`deleted ${id}`, false);
+    });
+  return webhooks;
+}

@@ -1,0 +1,158 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import {
+  AttemptErrorKind,
+  AttemptTrigger,
+  DeliveryStatus,
+  type DeliveryAttemptSchema,
+  type DeliverySchema,
+  type DeliveryService,
+} from "../../gen/messaging/console/v1/deliveries_pb.js";
+import { requireWorkspaceAccess } from "../console/console-access.js";
+import type { EventBus } from "../events/event-bus.js";
+import { enumValueFromJson } from "../gateway/rest-json.js";
+import { AttemptErrorKindSchema } from "../../gen/messaging/console/v1/deliveries_pb.js";
+import { invalidArgument, notFound } from "../shared/errors.js";
+import { isUuid } from "../shared/validation.js";
+import { listPage } from "../store/pagination.js";
+import type { AttemptRecord, DeliveryRecord, DeliveryStore } from "./delivery-store.js";
+import type { Dispatcher } from "./dispatcher.js";
+import { requireEndpoint } from "./endpoint-service.js";
+import type { EndpointRecord, EndpointStore } from "./endpoint-store.js";
+
+const ts = (date: Date | null | undefined) => (date ? timestampFromDate(date) : undefined);
+const errorKind = (kind: string | null) => (kind ? (enumValueFromJson(AttemptErrorKindSchema, kind) ?? AttemptErrorKind.NETWORK) : AttemptErrorKind.UNSPECIFIED);
+
+/** The console form of an attempt record. */
+export function attemptToProto(a: AttemptRecord): MessageInitShape<typeof DeliveryAttemptSchema> {
+  return {
+    id: a._id,
+    object: "delivery_attempt",
+    deliveryId: a.delivery_id,
+    endpointId: a.endpoint_id,
+    eventId: a.event_id,
+    number: a.number,
+    trigger: a.trigger === "manual" ? AttemptTrigger.MANUAL : AttemptTrigger.AUTOMATIC,
+    url: a.url,
+    startedAt: ts(a.started_at),
+    durationMs: a.duration_ms ?? undefined,
+    httpStatus: a.http_status ?? undefined,
+    responseBody: a.response_body ?? undefined,
+    errorKind: errorKind(a.error_kind),
+    errorMessage: a.error_message ?? undefined,
+    succeeded: a.succeeded,
+    disabledEndpoint: a.disabled_endpoint,
+    nextAttemptAt: ts(a.next_attempt_at),
+  };
+}
+
+/**
+ * The console form of deliveries, with their state read from their
+ * attempts (deliveries are never updated, see delivery-store.ts): succeeded
+ * once an attempt succeeded; canceled when the endpoint was deleted first;
+ * failed when the last automatic attempt failed and none follows; pending
+ * otherwise, with the next automatic attempt's time while the endpoint is
+ * enabled.
+ */
+export async function describeDeliveries(
+  store: DeliveryStore,
+  endpoints: EndpointStore,
+  records: DeliveryRecord[],
+): Promise<MessageInitShape<typeof DeliverySchema>[]> {
+  if (records.length === 0) return [];
+  const [attempts, endpointRecords] = await Promise.all([
+    store.attempts.find({ delivery_id: { $in: records.map((r) => r._id) } }).toArray(),
+    endpoints.collection.find({ _id: { $in: [...new Set(records.map((r) => r.endpoint_id))] } }, { projection: { enabled: 1 } }).toArray(),
+  ]);
+  const endpointById = new Map<string, Pick<EndpointRecord, "enabled">>(endpointRecords.map((e) => [e._id, e]));
+  return records.map((r) => {
+    const own = attempts.filter((a) => a.delivery_id === r._id).sort((a, b) => a.started_at.getTime() - b.started_at.getTime());
+    const latest = own[own.length - 1];
+    const lastAutomatic = own.filter((a) => a.trigger === "automatic").sort((a, b) => a.number - b.number).pop();
+    const endpoint = endpointById.get(r.endpoint_id);
+    const status = own.some((a) => a.succeeded)
+      ? DeliveryStatus.SUCCEEDED
+      : !endpoint
+        ? DeliveryStatus.CANCELED
+        : lastAutomatic && lastAutomatic.next_attempt_at === null
+          ? DeliveryStatus.FAILED
+          : DeliveryStatus.PENDING;
+    return {
+      id: r._id,
+      object: "delivery",
+      workspaceId: r.workspace_id,
+      endpointId: r.endpoint_id,
+      eventId: r.event_id,
+      eventType: r.event_type,
+      status,
+      attemptCount: own.length,
+      lastAttemptAt: ts(latest?.started_at),
+      lastHttpStatus: latest?.http_status ?? undefined,
+      lastErrorKind: errorKind(latest?.error_kind ?? null),
+      nextAttemptAt: status === DeliveryStatus.PENDING && endpoint?.enabled ? ts(lastAutomatic?.next_attempt_at) : undefined,
+      createdAt: ts(r.created_at),
+    };
+  });
+}
+
+const DELIVERY_ID = /^dlv_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Handlers of messaging.console.v1.DeliveryService (spec §Delivery rules
+ * 3): deliveries of an endpoint or an event, one delivery, its attempts, and
+ * a manual retry (Dispatcher.retryManually).
+ */
+export function createDeliveryService(deps: {
+  store: DeliveryStore;
+  endpoints: EndpointStore;
+  events: EventBus;
+  dispatcher: Dispatcher;
+}): Partial<ServiceImpl<typeof DeliveryService>> {
+  const { store, endpoints, events, dispatcher } = deps;
+  const describe = async (record: DeliveryRecord) => (await describeDeliveries(store, endpoints, [record]))[0];
+  const requireDelivery = async (id: string) => {
+    const record = DELIVERY_ID.test(id) ? await store.deliveries.findOne({ _id: id }) : null;
+    if (!record) throw notFound("delivery", id);
+    return record;
+  };
+
+  return {
+    async listDeliveries(req, context) {
+      if (req.endpointId === "" && req.eventId === "") throw invalidArgument("endpoint_id", "one of endpoint_id and event_id is required");
+      let workspaceId: string;
+      if (req.endpointId !== "") {
+        workspaceId = (await requireEndpoint(endpoints, req.endpointId)).workspace_id;
+      } else {
+        const event = isUuid(req.eventId) ? await events.collection.findOne({ _id: req.eventId }, { projection: { workspace_id: 1 } }) : null;
+        if (!event) throw notFound("event", req.eventId);
+        workspaceId = event.workspace_id;
+      }
+      requireWorkspaceAccess(context, workspaceId, "read");
+      const filter = {
+        workspace_id: workspaceId,
+        ...(req.endpointId !== "" ? { endpoint_id: req.endpointId } : {}),
+        ...(req.eventId !== "" ? { event_id: req.eventId } : {}),
+      };
+      const page = await listPage(store.deliveries, filter, req);
+      return { object: "list", data: await describeDeliveries(store, endpoints, page.items), total: page.total, nextPageToken: page.nextPageToken };
+    },
+    async getDelivery(req, context) {
+      const record = await requireDelivery(req.id);
+      requireWorkspaceAccess(context, record.workspace_id, "read");
+      return { delivery: await describe(record) };
+    },
+    async retryDelivery(req, context) {
+      const record = await requireDelivery(req.id);
+      requireWorkspaceAccess(context, record.workspace_id, "write");
+      const attempt = await dispatcher.retryManually(record);
+      return { attempt: attemptToProto(attempt), delivery: await describe(record) };
+    },
+    async listDeliveryAttempts(req, context) {
+      const record = await requireDelivery(req.deliveryId);
+      requireWorkspaceAccess(context, record.workspace_id, "read");
+      const page = await listPage(store.attempts, { delivery_id: record._id }, req, "started_at");
+      return { object: "list", data: page.items.map(attemptToProto), total: page.total, nextPageToken: page.nextPageToken };
+    },
+  };
+}

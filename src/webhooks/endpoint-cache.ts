@@ -1,0 +1,105 @@
+import type { EndpointRecord, EndpointStore } from "./endpoint-store.js";
+import { decryptSecret, SecretKeyError } from "./signing-secret.js";
+
+/** What the engine needs of an endpoint, with its secret decrypted. */
+export interface EndpointView {
+  id: string;
+  workspaceId: string;
+  url: string;
+  events: readonly string[];
+  enabled: boolean;
+  /** As read (at most ENDPOINT_CACHE_MS ago). */
+  consecutiveFailures: number;
+  /** As read (at most ENDPOINT_CACHE_MS ago). */
+  lastSuccessAt: Date | null;
+  createdAt: Date;
+  /** The signing secret; undefined when it does not decrypt (see secretError). */
+  secret: string | undefined;
+  secretError: string | undefined;
+}
+
+/** How long an endpoint read from the database is used before it is read again, in ms. */
+export const ENDPOINT_CACHE_MS = 1000;
+
+/**
+ * Endpoints as the engine sees them, read at most once a second per
+ * endpoint and per workspace: changes made in this process's console are
+ * seen at once (invalidate), those made elsewhere within a second. An
+ * endpoint this process disables is seen disabled at once (markDisabled).
+ */
+export class EndpointCache {
+  private readonly byId = new Map<string, { view: EndpointView | null; at: number }>();
+  private readonly byWorkspace = new Map<string, { ids: string[]; at: number }>();
+
+  constructor(
+    private readonly endpoints: EndpointStore,
+    private readonly secretKey: Buffer,
+  ) {}
+
+  private view(record: EndpointRecord): EndpointView {
+    let secret: string | undefined;
+    let secretError: string | undefined;
+    try {
+      secret = decryptSecret(this.secretKey, record.secret, record._id);
+    } catch (err) {
+      if (!(err instanceof SecretKeyError)) throw err;
+      secretError = err.message;
+    }
+    return {
+      id: record._id,
+      workspaceId: record.workspace_id,
+      url: record.url,
+      events: record.events,
+      enabled: record.enabled,
+      consecutiveFailures: record.consecutive_failures,
+      lastSuccessAt: record.last_success_at,
+      createdAt: record.created_at,
+      secret,
+      secretError,
+    };
+  }
+
+  private remember(record: EndpointRecord, now: number): EndpointView {
+    const view = this.view(record);
+    this.byId.set(record._id, { view, at: now });
+    return view;
+  }
+
+  /** The endpoint, or null when it does not exist; `maxAgeMs` 0 reads it now. */
+  async get(id: string, maxAgeMs = ENDPOINT_CACHE_MS): Promise<EndpointView | null> {
+    const now = performance.now();
+    const cached = this.byId.get(id);
+    if (cached && now - cached.at < maxAgeMs) return cached.view;
+    const record = await this.endpoints.get(id);
+    if (!record) {
+      this.byId.set(id, { view: null, at: now });
+      return null;
+    }
+    return this.remember(record, now);
+  }
+
+  /** The endpoints of a workspace (enabled or not). */
+  async forWorkspace(workspaceId: string): Promise<EndpointView[]> {
+    const now = performance.now();
+    const cached = this.byWorkspace.get(workspaceId);
+    if (cached && now - cached.at < ENDPOINT_CACHE_MS) {
+      const views = cached.ids.map((id) => this.byId.get(id)?.view);
+      if (views.every((v) => v !== undefined)) return views.filter((v): v is EndpointView => v !== null);
+    }
+    const records = await this.endpoints.listAll(workspaceId);
+    this.byWorkspace.set(workspaceId, { ids: records.map((r) => r._id), at: now });
+    return records.map((r) => this.remember(r, now));
+  }
+
+  /** Forgets what is known of an endpoint and its workspace (after a console change). */
+  invalidate(id: string, workspaceId: string): void {
+    this.byId.delete(id);
+    this.byWorkspace.delete(workspaceId);
+  }
+
+  /** Records that this process disabled the endpoint. */
+  markDisabled(id: string): void {
+    const cached = this.byId.get(id);
+    if (cached?.view) cached.view = { ...cached.view, enabled: false };
+  }
+}

@@ -1,0 +1,159 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { WebhookEndpointSchema, WebhookEndpointService } from "../../gen/messaging/console/v1/webhook_endpoints_pb.js";
+import { requireWorkspaceAccess } from "../console/console-access.js";
+import { requireWorkspace } from "../console/workspace-service.js";
+import { EVENT_TYPES } from "../events/event-bus.js";
+import { apiError, notFound } from "../shared/errors.js";
+import { charLength, Violations } from "../shared/validation.js";
+import type { WorkspaceStore } from "../workspaces/workspace-store.js";
+import type { Dispatcher } from "./dispatcher.js";
+import { MAX_ENDPOINTS_PER_WORKSPACE, type EndpointRecord, type EndpointStore } from "./endpoint-store.js";
+import { checkEndpointUrl, type TargetPolicy } from "./target-policy.js";
+
+const ts = (date: Date | null) => (date ? timestampFromDate(date) : undefined);
+
+/** The console form of an endpoint: never the secret, only its hint. */
+export function endpointToProto(r: EndpointRecord): MessageInitShape<typeof WebhookEndpointSchema> {
+  return {
+    id: r._id,
+    object: "webhook",
+    workspaceId: r.workspace_id,
+    name: r.name,
+    url: r.url,
+    secretHint: r.secret_hint,
+    events: r.events,
+    enabled: r.enabled,
+    disabledReason: r.disabled_reason ?? undefined,
+    disabledAt: ts(r.disabled_at),
+    consecutiveFailures: r.consecutive_failures,
+    lastSuccessAt: ts(r.last_success_at),
+    lastFailureAt: ts(r.last_failure_at),
+    createdAt: ts(r.created_at),
+    updatedAt: ts(r.updated_at),
+  };
+}
+
+const ENDPOINT_ID = /^whk_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Loads an endpoint by id or throws not_found (also for an id of the wrong shape). */
+export async function requireEndpoint(endpoints: EndpointStore, id: string): Promise<EndpointRecord> {
+  const record = ENDPOINT_ID.test(id) ? await endpoints.get(id) : null;
+  if (!record) throw notFound("webhook_endpoint", id);
+  return record;
+}
+
+function checkName(violations: Violations, name: string): void {
+  violations.addIf(name === "" || charLength(name) > 200, "name", "must be 1 to 200 characters");
+}
+
+function checkEvents(violations: Violations, events: readonly string[]): void {
+  violations.addIf(events.length === 0, "events", `must list at least one event type: ${EVENT_TYPES.join(", ")}`);
+  events.forEach((type, i) => {
+    violations.addIf(!(EVENT_TYPES as readonly string[]).includes(type), `events[${i}]`, `must be one of ${EVENT_TYPES.join(", ")} (got ${JSON.stringify(type)})`);
+  });
+  violations.addIf(new Set(events).size !== events.length, "events", "must not repeat an event type");
+}
+
+/**
+ * Handlers of messaging.console.v1.WebhookEndpointService (spec §Webhook
+ * endpoint, §States and transitions). Create validates every field at once
+ * (name 1 to 200 characters; URL by checkEndpointUrl; events at least one of
+ * the spec's types, no repeats; at most MAX_ENDPOINTS_PER_WORKSPACE per
+ * workspace) and answers the secret once. Enable resumes the deliveries
+ * paused while disabled; disable keeps the first reason; delete cancels the
+ * pending deliveries. Changes reach the engine of this process at once and
+ * other processes within a second.
+ */
+export function createEndpointService(deps: {
+  endpoints: EndpointStore;
+  workspaces: WorkspaceStore;
+  dispatcher: Dispatcher;
+  policy: TargetPolicy;
+}): Partial<ServiceImpl<typeof WebhookEndpointService>> {
+  const { endpoints, workspaces, dispatcher, policy } = deps;
+  const changed = (r: EndpointRecord) => dispatcher.cache.invalidate(r._id, r.workspace_id);
+
+  return {
+    async createWebhookEndpoint(req, context) {
+      const name = req.name.trim();
+      const violations = new Violations();
+      checkName(violations, name);
+      const urlRule = checkEndpointUrl(req.url, policy);
+      violations.addIf(urlRule !== undefined, "url", urlRule ?? "");
+      checkEvents(violations, req.events);
+      violations.check();
+      await requireWorkspace(workspaces, req.workspaceId);
+      requireWorkspaceAccess(context, req.workspaceId, "write");
+      if ((await endpoints.count(req.workspaceId)) >= MAX_ENDPOINTS_PER_WORKSPACE) {
+        throw apiError("failed_precondition", `A workspace has at most ${MAX_ENDPOINTS_PER_WORKSPACE} webhook endpoints; delete one first`, {
+          limit: String(MAX_ENDPOINTS_PER_WORKSPACE),
+        });
+      }
+      const { record, secret } = await endpoints.create({ workspaceId: req.workspaceId, name, url: req.url, events: [...req.events] });
+      changed(record);
+      return { webhookEndpoint: endpointToProto(record), secret };
+    },
+    async getWebhookEndpoint(req, context) {
+      const record = await requireEndpoint(endpoints, req.id);
+      requireWorkspaceAccess(context, record.workspace_id, "read");
+      return { webhookEndpoint: endpointToProto(record) };
+    },
+    async listWebhookEndpoints(req, context) {
+      await requireWorkspace(workspaces, req.workspaceId);
+      requireWorkspaceAccess(context, req.workspaceId, "read");
+      const page = await endpoints.list(req.workspaceId, req);
+      return { object: "list", data: page.items.map(endpointToProto), total: page.total, nextPageToken: page.nextPageToken };
+    },
+    async updateWebhookEndpoint(req, context) {
+      const violations = new Violations();
+      const name = req.name?.trim();
+      if (name !== undefined) checkName(violations, name);
+      if (req.url !== undefined) {
+        const urlRule = checkEndpointUrl(req.url, policy);
+        violations.addIf(urlRule !== undefined, "url", urlRule ?? "");
+      }
+      if (req.events.length > 0) checkEvents(violations, req.events);
+      violations.check();
+      const existing = await requireEndpoint(endpoints, req.id);
+      requireWorkspaceAccess(context, existing.workspace_id, "write");
+      const record = await endpoints.update(req.id, {
+        ...(name !== undefined ? { name } : {}),
+        ...(req.url !== undefined ? { url: req.url } : {}),
+        ...(req.events.length > 0 ? { events: [...req.events] } : {}),
+      });
+      if (!record) throw notFound("webhook_endpoint", req.id);
+      changed(record);
+      return { webhookEndpoint: endpointToProto(record) };
+    },
+    async enableWebhookEndpoint(req, context) {
+      const existing = await requireEndpoint(endpoints, req.id);
+      requireWorkspaceAccess(context, existing.workspace_id, "write");
+      const record = existing.enabled ? existing : await endpoints.enable(req.id);
+      if (!record) throw notFound("webhook_endpoint", req.id);
+      changed(record);
+      await dispatcher.resumePaused(record._id);
+      return { webhookEndpoint: endpointToProto(record) };
+    },
+    async disableWebhookEndpoint(req, context) {
+      const reason = req.reason.trim();
+      new Violations().addIf(charLength(reason) > 500, "reason", "must be at most 500 characters").check();
+      const existing = await requireEndpoint(endpoints, req.id);
+      requireWorkspaceAccess(context, existing.workspace_id, "write");
+      const record = await endpoints.disable(req.id, reason === "" ? "Disabled in the console" : reason);
+      if (!record) throw notFound("webhook_endpoint", req.id);
+      changed(record);
+      return { webhookEndpoint: endpointToProto(record) };
+    },
+    async deleteWebhookEndpoint(req, context) {
+      const existing = await requireEndpoint(endpoints, req.id);
+      requireWorkspaceAccess(context, existing.workspace_id, "write");
+      if (!(await endpoints.delete(req.id))) throw notFound("webhook_endpoint", req.id);
+      changed(existing);
+      // Paused deliveries run once more, find the endpoint gone, and are dropped.
+      await dispatcher.resumePaused(existing._id);
+      return {};
+    },
+  };
+}

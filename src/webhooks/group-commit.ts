@@ -1,0 +1,47 @@
+/**
+ * Group commit: callers add items one at a time and await their own result;
+ * everything added while a write runs goes into the next write. At low load
+ * an item is written at once (after the current tick, so that items added
+ * together share a write); under load, writes grow instead of queueing up.
+ * This is how the webhook engine turns thousands of small records per second
+ * into a few database commands (DESIGN.md §5: the embedded database runs one
+ * write at a time).
+ */
+export class GroupCommit<T, R> {
+  private pending: { item: T; resolve: (result: R) => void; reject: (err: unknown) => void }[] = [];
+  private running = false;
+
+  /**
+   * @param write writes a batch and returns one result per item, in order;
+   *   a throw rejects every item of the batch.
+   * @param maxBatch most items per write.
+   */
+  constructor(
+    private readonly write: (items: T[]) => Promise<R[]>,
+    private readonly maxBatch = 500,
+  ) {}
+
+  /** Adds an item; resolves with its result once its batch is written. */
+  add(item: T): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.pending.push({ item, resolve, reject });
+      if (!this.running) {
+        this.running = true;
+        setImmediate(() => void this.drain());
+      }
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.pending.length > 0) {
+      const batch = this.pending.splice(0, this.maxBatch);
+      try {
+        const results = await this.write(batch.map((b) => b.item));
+        batch.forEach((b, i) => b.resolve(results[i] as R));
+      } catch (err) {
+        for (const b of batch) b.reject(err);
+      }
+    }
+    this.running = false;
+  }
+}

@@ -1,0 +1,286 @@
+import { randomUUID } from "node:crypto";
+import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { WebhookEndpointService } from "../../gen/messaging/console/v1/webhook_endpoints_pb.js";
+import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
+import { loadConfig } from "../../src/config.js";
+import { startService, type RunningService } from "../../src/server.js";
+import { createLogger } from "../../src/shared/logger.js";
+import { automaticAttemptId, deliveryId, type AttemptRecord, type BatchItem } from "../../src/webhooks/delivery-store.js";
+import { BATCH_JOB } from "../../src/webhooks/retry-batches.js";
+import { startProcess, stopProcess, TEST_WEBHOOK_SECRET_KEY } from "../helpers/processes.js";
+import { percentile, table } from "./harness.js";
+
+/** Options of the webhook delivery benchmark. */
+export interface WebhookBenchOptions {
+  mongodbUri: string;
+  /** Seconds of each run with new events. */
+  seconds: number;
+  /** Backlog sizes to drain, for example [10_000, 100_000]. */
+  backlogs: number[];
+}
+
+const CONSOLE_TOKEN = "bench-console-token-0123456789";
+const RECEIVERS = 4;
+
+interface Stats {
+  received: number;
+  badSignatures: number;
+  backlog: number;
+  firstNs: string;
+  lastNs: string;
+  latenciesMs: number[];
+}
+
+interface Row {
+  name: string;
+  deliveries: number;
+  seconds: number;
+  latencies: number[];
+  peakRssMiB: number;
+  badSignatures: number;
+  note: string;
+}
+
+/**
+ * Signed webhook deliveries sustained by one service process (API and
+ * worker in one, on the real database) against local receivers in another
+ * process, which check every signature:
+ * - new events published at a steady rate, one endpoint each: the latency
+ *   from publication (the event bus call, as the messaging capability makes
+ *   it on a network report) to the receiver's arrival;
+ * - new events from 32 publishers as fast as they go;
+ * - a backlog of N deliveries (retries after an outage: the records the
+ *   engine would have written, seeded directly): first pending (due in an
+ *   hour) while new events arrive at 100 per second, then due at once and
+ *   drained by the Agenda retry batches while new events keep arriving at
+ *   50 per second: deliveries/s of the drain, and the latency of the new
+ *   events meanwhile.
+ */
+export async function runWebhookBench(options: WebhookBenchOptions): Promise<string> {
+  const receivers = await startProcess("test/bench/webhook-receivers.ts", { RECEIVERS: String(RECEIVERS) }, (line) =>
+    Array.isArray(line.receiverPorts) ? (line.receiverPorts as number[]) : undefined,
+  );
+  const control = async (path: string, body?: unknown): Promise<Stats> => {
+    const res = await fetch(`http://127.0.0.1:${receivers.value[0]}/control/${path}`, { method: body ? "POST" : "GET", body: body ? JSON.stringify(body) : undefined });
+    return (await res.json()) as Stats;
+  };
+  const service = await startService({
+    config: {
+      ...loadConfig({}),
+      host: "127.0.0.1",
+      port: 0,
+      consolePort: 0,
+      consoleToken: CONSOLE_TOKEN,
+      mongodbUri: options.mongodbUri,
+      mongodbDatabase: `bench_webhooks_${Date.now()}`,
+      webhookSecretKey: Buffer.from(TEST_WEBHOOK_SECRET_KEY, "hex"),
+      webhookAllowHttpLoopback: true,
+      webhookAllowPrivateTargets: true,
+    },
+    logger: createLogger("warn"),
+  });
+  const rows: Row[] = [];
+  try {
+    const endpoints = await createEndpoints(service, receivers.value, control);
+    let peak = 0;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss / 2 ** 20)), 100);
+    const measure = async (name: string, run: () => Promise<{ deliveries: number; seconds: number; latencies: number[]; bad: number; note: string }>) => {
+      peak = 0;
+      const r = await run();
+      rows.push({ name, deliveries: r.deliveries, seconds: r.seconds, latencies: r.latencies, peakRssMiB: peak, badSignatures: r.bad, note: r.note });
+    };
+    let n = 0;
+    const publish = (sentNs = process.hrtime.bigint()) => {
+      const ep = endpoints[n++ % endpoints.length]!;
+      return service.events.publish({
+        workspaceId: ep.workspaceId,
+        type: "message.delivered",
+        data: { message_id: `msg_${randomUUID()}`, to: "4915112345678", status: "delivered", wa_message_id: `wamid.${n}`, occurred_at: new Date().toISOString(), error: null, sent_ns: String(sentNs) },
+      });
+    };
+    /** Publishes `perSecond` events a second until `until()`; resolves to the count. */
+    const steady = async (perSecond: number, until: () => boolean) => {
+      let sent = 0;
+      const began = performance.now();
+      const pending: Promise<unknown>[] = [];
+      while (!until()) {
+        const due = began + (sent * 1000) / perSecond;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        pending.push(publish());
+        sent++;
+      }
+      await Promise.all(pending);
+      return sent;
+    };
+    const collect = async (expected: number, field: "received" | "backlog") => {
+      const all: Stats = { received: 0, badSignatures: 0, backlog: 0, firstNs: "0", lastNs: "0", latenciesMs: [] };
+      const deadline = Date.now() + 600_000;
+      while (all[field] < expected && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        const s = await control("stats");
+        all.received += s.received;
+        all.backlog += s.backlog;
+        all.badSignatures += s.badSignatures;
+        all.latenciesMs.push(...s.latenciesMs);
+        if (all.firstNs === "0") all.firstNs = s.firstNs;
+        if (s.lastNs !== "0") all.lastNs = s.lastNs;
+      }
+      return all;
+    };
+
+    // Warm-up (connections, caches, JIT), not measured.
+    const warmUntil = performance.now() + 3000;
+    const warmed = await steady(100, () => performance.now() >= warmUntil);
+    await collect(warmed, "received");
+    const atRate = (rate: number, label: string) =>
+      measure(`new events, ${rate}/s for ${options.seconds} s${label}`, async () => {
+        const stopAt = performance.now() + options.seconds * 1000;
+        const sent = await steady(rate, () => performance.now() >= stopAt);
+        const s = await collect(sent, "received");
+        return { deliveries: s.received, seconds: options.seconds, latencies: s.latenciesMs, bad: s.badSignatures, note: `${sent} published` };
+      });
+    for (const rate of [100, 250]) await atRate(rate, "");
+    await measure(`new events, 32 publishers as fast as they go, ${options.seconds} s`, async () => {
+      const began = performance.now();
+      const stopAt = began + options.seconds * 1000;
+      let sent = 0;
+      await Promise.all(
+        Array.from({ length: 32 }, async () => {
+          while (performance.now() < stopAt) {
+            await publish();
+            sent++;
+          }
+        }),
+      );
+      const s = await collect(sent, "received");
+      const seconds = Number(BigInt(s.lastNs) - BigInt(s.firstNs)) / 1e9;
+      return { deliveries: s.received, seconds, latencies: s.latenciesMs, bad: s.badSignatures, note: `${sent} published` };
+    });
+    for (const size of options.backlogs) {
+      const seeded = await seedBacklog(service, endpoints, size);
+      // The backlog waits (due in an hour): new events must not notice it.
+      await atRate(100, `, ${size.toLocaleString("en")} deliveries pending`);
+      await measure(`backlog of ${size.toLocaleString("en")} due at once, plus new events at 50/s`, async () => {
+        await control("stats");
+        await service.db.collection("jobs").updateMany({ name: BATCH_JOB }, { $set: { nextRunAt: new Date() } });
+        let drained: Stats | undefined;
+        const draining = collect(size, "backlog").then((s) => (drained = s));
+        await steady(50, () => drained !== undefined);
+        await draining;
+        const s = drained as Stats;
+        const seconds = Number(BigInt(s.lastNs) - BigInt(s.firstNs)) / 1e9;
+        return {
+          deliveries: s.backlog,
+          seconds,
+          latencies: s.latenciesMs,
+          bad: s.badSignatures,
+          note: `seeded in ${seeded.toFixed(0)} s; latency of the ${s.latenciesMs.length} new events`,
+        };
+      });
+    }
+    clearInterval(sampler);
+  } finally {
+    await service.close();
+    await stopProcess(receivers.child);
+  }
+  return [
+    `Webhook deliveries: one service process (ROLE=all), ${RECEIVERS} receivers in another process (signatures checked), one endpoint per event`,
+    table(
+      ["run", "deliveries/s", "p50 ms", "p99 ms", "peak RSS MiB", "bad signatures", "notes"],
+      rows.map((r) => {
+        const sorted = Float64Array.from(r.latencies).sort();
+        return [
+          r.name,
+          (r.deliveries / r.seconds).toFixed(0),
+          sorted.length ? percentile(sorted, 50).toFixed(1) : "-",
+          sorted.length ? percentile(sorted, 99).toFixed(1) : "-",
+          r.peakRssMiB.toFixed(0),
+          String(r.badSignatures),
+          r.note,
+        ];
+      }),
+    ),
+    "Latency: from the publishing call to the receiver's arrival (same machine, monotonic clock).",
+  ].join("\n");
+}
+
+/** One workspace and endpoint per receiver, through the console API; gives the receivers the secrets. */
+async function createEndpoints(service: RunningService, ports: number[], control: (path: string, body: unknown) => Promise<unknown>) {
+  const auth: Interceptor = (next) => (req) => {
+    req.header.set("authorization", `Bearer ${CONSOLE_TOKEN}`);
+    return next(req);
+  };
+  const transport = createConnectTransport({ baseUrl: `http://127.0.0.1:${service.consolePort}`, httpVersion: "1.1", interceptors: [auth] });
+  const secrets: Record<string, string> = {};
+  const endpoints = [];
+  for (const port of ports) {
+    const { workspace } = await createClient(WorkspaceService, transport).createWorkspace({ name: `bench ${port}` });
+    const res = await createClient(WebhookEndpointService, transport).createWebhookEndpoint({
+      workspaceId: workspace!.id,
+      name: "bench",
+      url: `http://127.0.0.1:${port}/hook`,
+      events: ["message.delivered"],
+    });
+    secrets[port] = res.secret;
+    endpoints.push({ workspaceId: workspace!.id, endpointId: res.webhookEndpoint!.id });
+  }
+  await control("secrets", secrets);
+  return endpoints;
+}
+
+/**
+ * Writes what the engine would hold after an outage: `size` events, their
+ * deliveries, a failed first attempt each, and the retries in batches of 500
+ * with their Agenda jobs (due in an hour; the run makes them due). Returns
+ * the seconds it took.
+ */
+async function seedBacklog(service: RunningService, endpoints: { workspaceId: string; endpointId: string }[], size: number): Promise<number> {
+  const began = performance.now();
+  const { db } = service;
+  const now = new Date();
+  for (let start = 0; start < size; start += 500) {
+    const events = [];
+    const deliveries = [];
+    const attempts: AttemptRecord[] = [];
+    const items: BatchItem[] = [];
+    for (let i = start; i < Math.min(size, start + 500); i++) {
+      const ep = endpoints[i % endpoints.length]!;
+      const id = randomUUID();
+      const data = { message_id: `msg_${randomUUID()}`, to: "4915112345678", status: "delivered", wa_message_id: `wamid.b${i}`, occurred_at: now.toISOString(), error: null, backlog: true };
+      const body = JSON.stringify({ id, type: "message.delivered", created_at: now.toISOString(), data });
+      const dlv = deliveryId(id, ep.endpointId);
+      events.push({ _id: id, workspace_id: ep.workspaceId, type: "message.delivered", created_at: now, data, body, fanned_out_at: now });
+      deliveries.push({ _id: dlv, workspace_id: ep.workspaceId, endpoint_id: ep.endpointId, event_id: id, event_type: "message.delivered", created_at: now, work: `event:${id}` });
+      attempts.push({
+        _id: automaticAttemptId(dlv, 1),
+        delivery_id: dlv,
+        workspace_id: ep.workspaceId,
+        endpoint_id: ep.endpointId,
+        event_id: id,
+        number: 1,
+        trigger: "automatic",
+        url: "http://127.0.0.1:1/down",
+        started_at: now,
+        duration_ms: 1,
+        http_status: null,
+        response_body: null,
+        succeeded: false,
+        error_kind: "connection_refused",
+        error_message: "connect ECONNREFUSED",
+        disabled_endpoint: false,
+        next_attempt_at: now,
+      });
+      items.push({ d: dlv, w: ep.workspaceId, e: ep.endpointId, v: id, t: "message.delivered", b: body, n: 2 });
+    }
+    await db.collection("events").insertMany(events as never[]);
+    await db.collection("webhook_deliveries").insertMany(deliveries as never[]);
+    await db.collection("webhook_attempts").insertMany(attempts as never[]);
+    const batchId = randomUUID();
+    await db.collection("webhook_batch_items").insertOne({ _id: batchId as never, items });
+    await db.collection("webhook_batches").insertOne({ _id: batchId as never, size: items.length, due_at: now, paused_endpoint_id: null, created_at: now });
+    await service.scheduler.agenda.create(BATCH_JOB, { batch_id: batchId }).schedule(new Date(Date.now() + 3_600_000)).save();
+  }
+  return (performance.now() - began) / 1000;
+}

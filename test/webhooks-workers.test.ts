@@ -1,0 +1,166 @@
+import type { ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import type { ServerResponse } from "node:http";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { BATCH_JOB } from "../src/webhooks/retry-batches.js";
+import { rest } from "./helpers/clients.js";
+import { startServiceProcess, stopProcess } from "./helpers/processes.js";
+import { answerOk, answerStatus, startReceiver, type Receiver } from "./helpers/receivers.js";
+import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
+
+/*
+ * Retries run in worker processes (ROLE=worker, src/main.ts as a child
+ * process) on Agenda; this suite's own service has ROLE=api: it publishes
+ * the events and makes the first attempt and the immediate retry, then
+ * hands the rest to the workers through retry batches.
+ */
+
+const settings = {
+  webhookAllowHttpLoopback: true,
+  webhookAllowPrivateTargets: true,
+  webhookRetrySchedule: [0, 200, 200, 200, 200, 200, 200],
+  webhookAttemptTimeoutMs: 1500,
+  webhookLeaseMs: 3100,
+  jobPollIntervalMs: 100,
+  webhookSweepIntervalMs: 300,
+};
+
+let t: TestService;
+let receiver: Receiver;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  t = await createTestService({ config: { ...settings, role: "api" } });
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await Promise.all(children.map(stopProcess));
+  await t.close();
+  await receiver.close();
+});
+
+function startWorker() {
+  return startServiceProcess({
+    MONGODB_URI: inject("mongoUri"),
+    MONGODB_DATABASE: t.databaseName,
+    ROLE: "worker",
+    WEBHOOK_ALLOW_HTTP_LOOPBACK: "true",
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
+    WEBHOOK_RETRY_SCHEDULE: settings.webhookRetrySchedule.map((ms) => `${ms}ms`).join(","),
+    WEBHOOK_ATTEMPT_TIMEOUT_MS: String(settings.webhookAttemptTimeoutMs),
+    WEBHOOK_LEASE_MS: String(settings.webhookLeaseMs),
+    JOB_POLL_INTERVAL_MS: String(settings.jobPollIntervalMs),
+    WEBHOOK_SWEEP_INTERVAL_MS: String(settings.webhookSweepIntervalMs),
+  }).then((worker) => {
+    children.push(worker.child);
+    return worker;
+  });
+}
+
+const consoleRest = (method: string, path: string, body?: unknown) => rest(t.consoleUrl, method, path, { key: TEST_CONSOLE_TOKEN, body });
+
+async function newEndpoint(): Promise<{ workspaceId: string; endpointId: string }> {
+  const workspaceId = await t.createWorkspace();
+  const res = await consoleRest("POST", `/console/v1/workspaces/${workspaceId}/webhook_endpoints`, { name: "w", url: receiver.url, events: ["message.sent"] });
+  return { workspaceId, endpointId: res.json.webhook_endpoint.id };
+}
+
+/** Answers by the position of the request among those of its event (Service-Delivery). */
+function perEvent(answer: (nth: number, res: ServerResponse) => void) {
+  const seen = new Map<string, number>();
+  receiver.behave((req, res) => {
+    const id = req.headers["service-delivery"] as string;
+    const nth = (seen.get(id) ?? 0) + 1;
+    seen.set(id, nth);
+    answer(nth, res);
+  });
+}
+
+/** Every delivery of the endpoint (REST JSON) once all of them succeeded. */
+const allSucceeded = (endpointId: string, count: number) =>
+  eventually(async () => {
+    const res = await consoleRest("GET", `/console/v1/deliveries?endpoint_id=${endpointId}&page_size=100`);
+    const data = res.json.data as { id: string; event_id: string; status: string }[];
+    return data.length === count && data.every((d) => d.status === "succeeded") ? data : undefined;
+  }, 25_000);
+
+/** The attempts of a delivery, oldest first. */
+const attemptsOf = async (deliveryId: string) =>
+  ((await consoleRest("GET", `/console/v1/deliveries/${deliveryId}/attempts`)).json.data as { number: number; error_kind: string | null; succeeded: boolean }[]).reverse();
+
+describe("worker processes (outbox, sweep, claims)", () => {
+  it("loses nothing when a worker is killed in the middle of attempts: the next worker finishes them", async () => {
+    const { workspaceId, endpointId } = await newEndpoint();
+    const held: ServerResponse[] = [];
+    // Attempts 1 and 2 (this process) fail; attempt 3 (a worker) is held unanswered; later ones succeed.
+    perEvent((nth, res) => {
+      if (nth <= 2) answerStatus(500)({} as never, res, nth);
+      else if (nth === 3) held.push(res);
+      else answerOk({} as never, res, nth);
+    });
+    const first = await startWorker();
+    const events = await Promise.all(Array.from({ length: 5 }, (_, i) => t.service.events.publish({ workspaceId, type: "message.sent", data: { n: i } })));
+    await eventually(async () => (held.length === 5 ? true : undefined), 15_000);
+
+    first.child.kill("SIGKILL");
+    await once(first.child, "exit");
+    for (const res of held) res.socket?.destroy();
+    await startWorker();
+
+    const deliveries = await allSucceeded(endpointId, 5);
+    for (const delivery of deliveries) {
+      const attempts = await attemptsOf(delivery.id);
+      expect(attempts.map((a) => [a.number, a.error_kind, a.succeeded])).toEqual([
+        [1, "http_status", false],
+        [2, "http_status", false],
+        [3, "interrupted", false],
+        [4, null, true],
+      ]);
+      // The receiver saw each attempt once: the interrupted one was not made again.
+      expect(receiver.requests.filter((r) => r.headers["service-delivery"] === delivery.event_id)).toHaveLength(4);
+    }
+    expect(new Set(deliveries.map((d) => d.event_id))).toEqual(new Set(events.map((e) => e._id)));
+  }, 60_000);
+
+  it("never makes the same attempt twice with two workers, even when both run the same retry batch at once", async () => {
+    await startWorker();
+    // Slow answers widen the races: three failures, then success.
+    perEvent((nth, res) => setTimeout(() => (nth <= 3 ? answerStatus(500) : answerOk)({} as never, res, nth), 30));
+
+    // Every retry batch gets a second job, so that both workers may run it at once.
+    const doubled = new Set<string>();
+    let doubling = true;
+    const doubler = (async () => {
+      while (doubling) {
+        for (const batch of await t.service.db.collection("webhook_batches").find({}).toArray()) {
+          const id = String(batch._id);
+          if (doubled.has(id)) continue;
+          doubled.add(id);
+          await t.service.scheduler.agenda.create(BATCH_JOB, { batch_id: id }).schedule(new Date()).save();
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    try {
+      // Waves of five events, each to its own endpoint (fifteen failures: fewer than the twenty that disable it).
+      const waves = [];
+      for (let wave = 0; wave < 4; wave++) {
+        const { workspaceId, endpointId } = await newEndpoint();
+        await Promise.all(Array.from({ length: 5 }, (_, i) => t.service.events.publish({ workspaceId, type: "message.sent", data: { wave, i } })));
+        waves.push(endpointId);
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      for (const endpointId of waves) {
+        for (const delivery of await allSucceeded(endpointId, 5)) {
+          const attempts = await attemptsOf(delivery.id);
+          expect(attempts.map((a) => a.number)).toEqual([1, 2, 3, 4]);
+          expect(receiver.requests.filter((r) => r.headers["service-delivery"] === delivery.event_id)).toHaveLength(4);
+        }
+      }
+      expect(doubled.size).toBeGreaterThan(1);
+    } finally {
+      doubling = false;
+      await doubler;
+    }
+  }, 60_000);
+});

@@ -1,0 +1,433 @@
+import { spawn } from "node:child_process";
+import { createHmac } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebhookEndpointService } from "../gen/messaging/console/v1/webhook_endpoints_pb.js";
+import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
+import type { EventType } from "../src/events/event-bus.js";
+import { projectRoot } from "../src/store/embedded-ferretdb.js";
+import { verifyWebhookSignature } from "../src/webhooks/signature.js";
+import { clientFor, rest } from "./helpers/clients.js";
+import { answerOk, answerStatus, failTimes, startReceiver, type Receiver, type ReceiverBehavior } from "./helpers/receivers.js";
+import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
+
+/*
+ * The delivery engine against real local receivers, with the retry schedule
+ * compressed to 0, 100 ms, 100 ms … (config), through the console's REST API.
+ */
+
+let t: TestService;
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  t = await createTestService({
+    config: {
+      webhookAllowHttpLoopback: true,
+      webhookAllowPrivateTargets: true,
+      webhookRetrySchedule: [0, 100, 100, 100, 100, 100, 100],
+      webhookAttemptTimeoutMs: 1000,
+      webhookLeaseMs: 3000,
+      jobPollIntervalMs: 100,
+      webhookSweepIntervalMs: 200,
+    },
+  });
+});
+afterAll(async () => {
+  await t.close();
+  await Promise.all(receivers.map((r) => r.close()));
+});
+
+async function receiver(behavior?: ReceiverBehavior): Promise<Receiver> {
+  const r = await startReceiver(behavior);
+  receivers.push(r);
+  return r;
+}
+
+const consoleRest = (method: string, path: string, body?: unknown) => rest(t.consoleUrl, method, path, { key: TEST_CONSOLE_TOKEN, body });
+
+async function endpoint(workspaceId: string, url: string, events: string[] = ["message.delivered"], name = "test endpoint") {
+  const res = await consoleRest("POST", `/console/v1/workspaces/${workspaceId}/webhook_endpoints`, { name, url, events });
+  expect(res.status, res.text).toBe(200);
+  return res.json as { webhook_endpoint: { id: string; secret_hint: string }; secret: string };
+}
+
+let messages = 0;
+const publish = (workspaceId: string, type: EventType = "message.delivered") =>
+  t.service.events.publish({
+    workspaceId,
+    type,
+    data: {
+      message_id: `msg_00000000-0000-4000-8000-${String(++messages).padStart(12, "0")}`,
+      to: "4915112345678",
+      status: type.slice("message.".length),
+      wa_message_id: `wamid.${messages}`,
+      occurred_at: "2026-01-31T12:00:00.000Z",
+      error: null,
+    },
+  });
+
+/** The deliveries of an endpoint (REST JSON), once `ready` holds for them. */
+const deliveriesOf = (endpointId: string, ready: (data: any[]) => boolean) =>
+  eventually(async () => {
+    const res = await consoleRest("GET", `/console/v1/deliveries?endpoint_id=${endpointId}`);
+    return ready(res.json.data) ? (res.json.data as any[]) : undefined;
+  });
+
+const attemptsOf = async (deliveryId: string) =>
+  ((await consoleRest("GET", `/console/v1/deliveries/${deliveryId}/attempts`)).json.data as any[]).reverse();
+
+describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
+  it("POSTs the stored envelope, signed, with the spec's headers, and records the attempt", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver();
+    const { webhook_endpoint: ep, secret } = await endpoint(ws, rcv.url);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(ep.secret_hint).toBe(`whsec_${secret.slice(6, 10)}…${secret.slice(-4)}`);
+
+    const event = await publish(ws);
+    const got = await eventually(async () => rcv.requests[0]);
+    expect(got.method).toBe("POST");
+    expect(got.body).toBe(event.body);
+    expect(JSON.parse(got.body)).toEqual({ id: event._id, type: "message.delivered", created_at: event.created_at.toISOString(), data: event.data });
+    expect(got.headers["content-type"]).toBe("application/json");
+    expect(got.headers["service-event"]).toBe("message.delivered");
+    expect(got.headers["service-delivery"]).toBe(event._id);
+    expect(got.headers["user-agent"]).toMatch(/^messaging-service-webhooks\/\d/);
+
+    // With the receiver helper, and with a plain HMAC as any language would compute it.
+    const header = got.headers["service-signature"] as string;
+    expect(verifyWebhookSignature(got.body, header, secret)).toBe(true);
+    const [, stamp, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header) ?? [];
+    expect(Math.abs(Number(stamp) - Date.now() / 1000)).toBeLessThan(60);
+    expect(v1).toBe(createHmac("sha256", secret).update(`${stamp}.${got.body}`).digest("hex"));
+
+    const [delivery] = await deliveriesOf(ep.id, (d) => d[0]?.status === "succeeded");
+    expect(delivery).toMatchObject({
+      object: "delivery",
+      workspace_id: ws,
+      endpoint_id: ep.id,
+      event_id: event._id,
+      event_type: "message.delivered",
+      status: "succeeded",
+      attempt_count: 1,
+      last_http_status: 200,
+      last_error_kind: null,
+      next_attempt_at: null,
+    });
+    expect(delivery.id).toMatch(/^dlv_[0-9a-f-]{36}$/);
+    const [attempt] = await attemptsOf(delivery.id);
+    expect(attempt).toMatchObject({
+      id: `${delivery.id}.1`,
+      object: "delivery_attempt",
+      number: 1,
+      trigger: "automatic",
+      url: rcv.url,
+      http_status: 200,
+      response_body: '{"received":true}',
+      error_kind: null,
+      error_message: null,
+      succeeded: true,
+      disabled_endpoint: false,
+      next_attempt_at: null,
+    });
+    expect(attempt.duration_ms).toBeGreaterThanOrEqual(0);
+    expect(attempt.started_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const viaEvent = await consoleRest("GET", `/console/v1/deliveries?event_id=${event._id}`);
+    expect(viaEvent.json.data.map((d: { id: string }) => d.id)).toEqual([delivery.id]);
+
+    // last_success_at shows in GET /v1/webhook.
+    const key = await t.createKey(ws, { scopes: ["webhooks:read"] });
+    const listed = await rest(t.publicUrl, "GET", "/v1/webhook", { key: key.secret });
+    expect(listed.json.data[0].last_success_at).toMatch(/Z$/);
+  });
+
+  it("delivers only to enabled endpoints of the event's workspace that selected its type", async () => {
+    const ws = await t.createWorkspace();
+    const other = await t.createWorkspace();
+    const delivered = await receiver();
+    const read = await receiver();
+    const both = await receiver();
+    const disabled = await receiver();
+    const elsewhere = await receiver();
+    await endpoint(ws, delivered.url, ["message.delivered"]);
+    await endpoint(ws, read.url, ["message.read"]);
+    await endpoint(ws, both.url, ["message.read", "message.delivered"]);
+    const off = await endpoint(ws, disabled.url, ["message.delivered", "message.read"]);
+    await consoleRest("POST", `/console/v1/webhook_endpoints/${off.webhook_endpoint.id}:disable`, {});
+    await endpoint(other, elsewhere.url, ["message.delivered", "message.read"]);
+
+    const first = await publish(ws, "message.delivered");
+    const second = await publish(ws, "message.read");
+    await eventually(async () => (both.requests.length === 2 && delivered.requests.length === 1 && read.requests.length === 1 ? true : undefined));
+    expect(delivered.requests.map((r) => r.headers["service-delivery"])).toEqual([first._id]);
+    expect(read.requests.map((r) => r.headers["service-delivery"])).toEqual([second._id]);
+    expect(both.requests.map((r) => r.headers["service-event"]).sort()).toEqual(["message.delivered", "message.read"]);
+    // Each event is marked fanned out once its deliveries are settled.
+    await eventually(async () => ((await t.service.events.collection.countDocuments({ _id: { $in: [first._id, second._id] }, fanned_out_at: null })) === 0 ? true : undefined));
+    expect(disabled.requests).toHaveLength(0);
+    expect(elsewhere.requests).toHaveLength(0);
+  });
+
+  it("retries on the schedule with the same bytes and id, and a fresh signature each time", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver(failTimes(3));
+    const { webhook_endpoint: ep, secret } = await endpoint(ws, rcv.url);
+    const event = await publish(ws);
+    const [delivery] = await deliveriesOf(ep.id, (d) => d[0]?.status === "succeeded");
+    expect(delivery.attempt_count).toBe(4);
+    expect(rcv.requests).toHaveLength(4);
+    for (const request of rcv.requests) {
+      expect(request.body).toBe(event.body);
+      expect(request.headers["service-delivery"]).toBe(event._id);
+      expect(verifyWebhookSignature(request.body, request.headers["service-signature"] as string, secret)).toBe(true);
+    }
+    const attempts = await attemptsOf(delivery.id);
+    expect(attempts.map((a) => [a.number, a.trigger, a.http_status, a.error_kind, a.succeeded])).toEqual([
+      [1, "automatic", 500, "http_status", false],
+      [2, "automatic", 500, "http_status", false],
+      [3, "automatic", 500, "http_status", false],
+      [4, "automatic", 200, null, true],
+    ]);
+    expect(attempts[0].response_body).toBe("status 500 from the test receiver");
+    expect(attempts[0].error_message).toBe("Answered 500");
+    // The first retry is immediate; the next waits for the schedule's 100 ms.
+    const startedAt = attempts.map((a) => Date.parse(a.started_at));
+    expect(startedAt[2]! - startedAt[1]!).toBeGreaterThanOrEqual(100);
+    expect(Date.parse(attempts[1].next_attempt_at)).toBeGreaterThanOrEqual(startedAt[1]! + 100);
+    // A success resets the endpoint's count of failures.
+    const after = await consoleRest("GET", `/console/v1/webhook_endpoints/${ep.id}`);
+    expect(after.json).toMatchObject({ consecutive_failures: 0, enabled: true });
+  });
+
+  it("fails a delivery after the first attempt and seven retries", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver(answerStatus(503));
+    const { webhook_endpoint: ep } = await endpoint(ws, rcv.url);
+    await publish(ws);
+    const [delivery] = await deliveriesOf(ep.id, (d) => d[0]?.status === "failed");
+    expect(delivery).toMatchObject({ attempt_count: 8, last_http_status: 503, last_error_kind: "http_status", next_attempt_at: null });
+    const attempts = await attemptsOf(delivery.id);
+    expect(attempts.map((a) => a.number)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(attempts[7].next_attempt_at).toBeNull();
+    expect(rcv.requests).toHaveLength(8);
+    expect((await consoleRest("GET", `/console/v1/webhook_endpoints/${ep.id}`)).json.consecutive_failures).toBe(8);
+  });
+});
+
+describe("manual retry (spec §Delivery rules 3)", () => {
+  it("makes one attempt now, recorded as manual, with a fresh signature; a success ends the schedule", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver(answerStatus(500));
+    const { webhook_endpoint: ep, secret } = await endpoint(ws, rcv.url);
+    await publish(ws);
+    const [delivery] = await deliveriesOf(ep.id, (d) => d[0]?.status === "failed");
+
+    rcv.behave(answerOk);
+    const res = await consoleRest("POST", `/console/v1/deliveries/${delivery.id}:retry`, {});
+    expect(res.status, res.text).toBe(200);
+    expect(res.json.attempt).toMatchObject({ id: `${delivery.id}.m1`, trigger: "manual", number: 1, http_status: 200, succeeded: true, next_attempt_at: null });
+    expect(res.json.delivery).toMatchObject({ status: "succeeded", attempt_count: 9 });
+    expect(rcv.requests).toHaveLength(9);
+    const manual = rcv.requests[8]!;
+    expect(verifyWebhookSignature(manual.body, manual.headers["service-signature"] as string, secret)).toBe(true);
+
+    // Retried again by hand: numbered on.
+    const again = await consoleRest("POST", `/console/v1/deliveries/${delivery.id}:retry`, {});
+    expect(again.json.attempt.id).toBe(`${delivery.id}.m2`);
+  });
+
+  it("ends the automatic schedule of a pending delivery when the manual attempt succeeds", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver(answerStatus(500));
+    const { webhook_endpoint: ep } = await endpoint(ws, rcv.url);
+    await publish(ws);
+    const [delivery] = await deliveriesOf(ep.id, (d) => d[0]?.attempt_count >= 2);
+    rcv.behave(answerOk);
+    const res = await consoleRest("POST", `/console/v1/deliveries/${delivery.id}:retry`, {});
+    expect(res.json.delivery.status).toBe("succeeded");
+    const manualEnd = Date.parse(res.json.attempt.started_at) + res.json.attempt.duration_ms;
+    // Once the retry already scheduled has come due and gone, no automatic attempt started after the manual one.
+    await eventually(async () =>
+      (await t.service.db.collection("webhook_batch_items").countDocuments({ "items.d": delivery.id })) === 0 ? true : undefined,
+    );
+    const automatic = (await attemptsOf(delivery.id)).filter((a) => a.trigger === "automatic");
+    expect(automatic.filter((a) => Date.parse(a.started_at) > manualEnd)).toEqual([]);
+    expect(automatic.length).toBeLessThan(8);
+  });
+});
+
+describe("auto-disable after twenty consecutive failures (spec §States and transitions)", () => {
+  it("counts failures across deliveries exactly, disables once, pauses, and resumes when enabled", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver(answerStatus(500));
+    const { webhook_endpoint: ep } = await endpoint(ws, rcv.url);
+    // Fifteen events at once: thirty failures race for the count (each first attempt and its immediate retry).
+    const events = await Promise.all(Array.from({ length: 15 }, () => publish(ws)));
+    const disabled = await eventually(async () => {
+      const res = await consoleRest("GET", `/console/v1/webhook_endpoints/${ep.id}`);
+      return res.json.enabled === false ? res.json : undefined;
+    });
+    expect(disabled.consecutive_failures).toBe(20);
+    expect(disabled.disabled_reason).toMatch(/^Disabled after 20 consecutive failed attempts; the last at \d{4}-.+Z: Answered 500$/);
+    expect(disabled.disabled_at).toMatch(/Z$/);
+
+    // Exactly one attempt disabled it.
+    const attempts = await eventually(async () => {
+      const all = await t.service.db.collection("webhook_attempts").find({ endpoint_id: ep.id }).toArray();
+      return all.length >= 20 ? all : undefined;
+    });
+    expect(attempts.filter((a) => a.disabled_endpoint)).toHaveLength(1);
+
+    // Visible in the public API.
+    const key = await t.createKey(ws, { scopes: ["webhooks:read"] });
+    const listed = await rest(t.publicUrl, "GET", "/v1/webhook", { key: key.secret });
+    expect(listed.json.data[0]).toMatchObject({ id: ep.id, enabled: false, disabled_reason: disabled.disabled_reason });
+
+    // Nothing is attempted while disabled: new events make no deliveries, retries wait.
+    const settled = rcv.requests.length;
+    const probe = await receiver();
+    await endpoint(ws, probe.url);
+    const whileDisabled = await publish(ws);
+    await eventually(async () => (probe.requests.length === 1 ? true : undefined));
+    await eventually(async () =>
+      (await t.service.db.collection("webhook_batches").countDocuments({ paused_endpoint_id: ep.id })) > 0 ? true : undefined,
+    );
+    expect(rcv.requests.length).toBe(settled);
+    const manual = await consoleRest("GET", `/console/v1/deliveries?endpoint_id=${ep.id}`);
+    const refused = await consoleRest("POST", `/console/v1/deliveries/${manual.json.data[0].id}:retry`, {});
+    expect(refused.status).toBe(409);
+    expect(refused.json.error.code).toBe("failed_precondition");
+
+    // A person enables it: the count starts again and the paused deliveries go out.
+    rcv.behave(answerOk);
+    const enabled = await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:enable`, {});
+    expect(enabled.json).toMatchObject({ enabled: true, disabled_reason: null, disabled_at: null, consecutive_failures: 0 });
+    const ids = new Set(events.map((e) => e._id));
+    await eventually(async () => {
+      const res = await consoleRest("GET", `/console/v1/deliveries?endpoint_id=${ep.id}&page_size=100`);
+      return res.json.data.length === 15 && res.json.data.every((d: { status: string }) => d.status === "succeeded") ? true : undefined;
+    }, 20_000);
+    expect(rcv.requests.filter((r) => r.headers["service-delivery"] === whileDisabled._id)).toHaveLength(0);
+    expect(new Set(rcv.requests.map((r) => r.headers["service-delivery"]))).toEqual(ids);
+  });
+});
+
+describe("GET /v1/webhook (spec §Webhook endpoint)", () => {
+  it("lists the workspace's endpoints with exactly the spec's fields, over REST and Connect", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver();
+    const created = await endpoint(ws, rcv.url, ["message.delivered", "flow.completed"], "orders");
+    const other = await t.createWorkspace();
+    await endpoint(other, rcv.url);
+    const key = await t.createKey(ws, { scopes: ["webhooks:read"] });
+    const res = await rest(t.publicUrl, "GET", "/v1/webhook", { key: key.secret });
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({
+      object: "list",
+      total: 1,
+      data: [
+        {
+          id: created.webhook_endpoint.id,
+          object: "webhook",
+          name: "orders",
+          url: rcv.url,
+          secret_hint: created.webhook_endpoint.secret_hint,
+          events: ["message.delivered", "flow.completed"],
+          enabled: true,
+          disabled_reason: null,
+          last_success_at: null,
+        },
+      ],
+    });
+    expect(res.json.data[0].id).toMatch(/^whk_[0-9a-f-]{36}$/);
+    const viaConnect = await clientFor(WebhookService, "connect-json", t.publicUrl, key.secret).listWebhooks({});
+    expect(viaConnect.data.map((w) => w.id)).toEqual([created.webhook_endpoint.id]);
+  });
+});
+
+describe("console endpoints", () => {
+  it("updates URL, name and events; lists; deletes and cancels pending deliveries", async () => {
+    const ws = await t.createWorkspace();
+    const first = await receiver(answerStatus(500));
+    const second = await receiver();
+    const { webhook_endpoint: ep } = await endpoint(ws, first.url);
+    const updated = await consoleRest("PATCH", `/console/v1/webhook_endpoints/${ep.id}`, { url: second.url, events: ["message.read"] });
+    expect(updated.json).toMatchObject({ url: second.url, events: ["message.read"], name: "test endpoint" });
+    await publish(ws, "message.read");
+    await eventually(async () => (second.requests.length === 1 ? true : undefined));
+
+    const listed = await t.console(WebhookEndpointService).listWebhookEndpoints({ workspaceId: ws });
+    expect(listed.data.map((e) => e.id)).toEqual([ep.id]);
+
+    await consoleRest("PATCH", `/console/v1/webhook_endpoints/${ep.id}`, { url: first.url, events: ["message.delivered"] });
+    await publish(ws);
+    const [pending] = await deliveriesOf(ep.id, (d) => d.some((x) => x.event_type === "message.delivered"));
+    const deleted = await consoleRest("DELETE", `/console/v1/webhook_endpoints/${ep.id}`);
+    expect(deleted.status).toBe(200);
+    expect((await consoleRest("GET", `/console/v1/webhook_endpoints/${ep.id}`)).status).toBe(404);
+    const after = await eventually(async () => {
+      const res = await consoleRest("GET", `/console/v1/deliveries/${pending.id}`);
+      return res.json.status === "canceled" ? res.json : undefined;
+    });
+    expect(after.next_attempt_at).toBeNull();
+  });
+});
+
+/** Runs the msgsvc bin against the test service. */
+function msgsvc(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["src/cli/bin.mjs", ...args], {
+      cwd: projectRoot,
+      env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: TEST_CONSOLE_TOKEN },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+describe("msgsvc webhooks, deliveries, attempts", () => {
+  it("manages an endpoint, lists its deliveries and attempts, and retries one", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver(answerStatus(500));
+    const created = await msgsvc(["webhooks", "create", "--workspace", ws, "--name", "cli", "--url", rcv.url, "--events", "message.delivered,flow.completed"]);
+    expect(created.code, created.stderr).toBe(0);
+    const secret = /Signing secret \(shown once, store it now\):\n(whsec_[A-Za-z0-9_-]{43})\n/.exec(created.stdout)?.[1];
+    expect(secret).toBeDefined();
+    const id = /(whk_[0-9a-f-]{36})/.exec(created.stdout)?.[1] as string;
+
+    const listed = await msgsvc(["webhooks", "list", "--workspace", ws]);
+    expect(listed.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+URL\s+EVENTS\s+ENABLED/);
+    expect(listed.stdout).toContain("message.delivered,flow.completed");
+    expect(listed.stdout).not.toContain(secret);
+
+    const updated = await msgsvc(["webhooks", "update", id, "--name", "renamed", "--events", "message.delivered", "--json"]);
+    expect(JSON.parse(updated.stdout)).toMatchObject({ name: "renamed", events: ["message.delivered"] });
+
+    const event = await publish(ws);
+    const [delivery] = await deliveriesOf(id, (d) => d[0]?.status === "failed");
+    const deliveries = await msgsvc(["deliveries", "list", "--endpoint", id]);
+    expect(deliveries.stdout).toMatch(new RegExp(`${delivery.id}\\s+message.delivered\\s+failed\\s+8\\s+500\\s+http_status`));
+    expect(JSON.parse((await msgsvc(["deliveries", "list", "--event", event._id, "--json"])).stdout)[0].id).toBe(delivery.id);
+    const attempts = await msgsvc(["attempts", "list", "--delivery", delivery.id, "--json"]);
+    expect(JSON.parse(attempts.stdout)).toHaveLength(8);
+
+    rcv.behave(answerOk);
+    const retried = await msgsvc(["deliveries", "retry", delivery.id]);
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(retried.stdout).toMatch(/manual\s+1\s+/);
+    expect(retried.stdout).toContain(`delivery ${delivery.id} is succeeded`);
+
+    const disabled = await msgsvc(["webhooks", "disable", id, "--reason", "rotating the server", "--json"]);
+    expect(JSON.parse(disabled.stdout)).toMatchObject({ enabled: false, disabled_reason: "rotating the server" });
+    expect(JSON.parse((await msgsvc(["webhooks", "enable", id, "--json"])).stdout).enabled).toBe(true);
+    expect((await msgsvc(["webhooks", "delete", id])).stdout).toBe(`deleted ${id}\n`);
+    const gone = await msgsvc(["webhooks", "get", id]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/^error: not_found: No webhook_endpoint with id/);
+    const usage = await msgsvc(["deliveries", "list"]);
+    expect(usage).toMatchObject({ code: 2, stderr: "error: give --endpoint or --event\n" });
+  });
+});
