@@ -140,14 +140,18 @@ export class Dispatcher {
   }
 
   /**
-   * Stops taking work, waits for attempts in flight (at most the attempt
-   * deadline), and removes the registration, or lets it expire when events
-   * were left unmarked, so that a sweep recovers them.
+   * Stops taking work, waits for attempts in flight (about the attempt
+   * deadline at most), and removes the registration, or lets it expire when
+   * events were left unmarked, so that a sweep recovers them (retry batches
+   * left unfinished run again on their own: their jobs stay).
    */
   async stop(): Promise<void> {
     this.stopping = true;
     this.wake();
-    await Promise.allSettled([...this.running]);
+    // Attempts in flight end within their deadline; past that (and their writes), leave the rest to recovery.
+    const settled = Promise.allSettled([...this.running]).then(() => true);
+    const late = new Promise<false>((resolve) => setTimeout(() => resolve(false), this.o.timeoutMs + 5000).unref());
+    if (!(await Promise.race([settled, late]))) this.leftWork = true;
     await this.registry.unregister(!this.leftWork).catch((err: unknown) => this.o.logger.warn({ err }, "webhook publisher registration not removed"));
     await this.o.sender.close();
   }

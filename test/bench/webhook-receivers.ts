@@ -61,3 +61,6 @@ for (let i = 0; i < count; i++) {
   ports.push((server.address() as net.AddressInfo).port);
 }
 process.stdout.write(`${JSON.stringify({ receiverPorts: ports })}\n`);
+// Leave with the benchmark, even when it dies without stopping us.
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && process.exit(0), 1000).unref();
