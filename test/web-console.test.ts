@@ -3,7 +3,8 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { CHROMIUM_ARGS, ensureChromium } from "./helpers/chromium.js";
 import { rest } from "./helpers/clients.js";
 import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
-import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
+import { answerOk, answerStatus, startReceiver, type Receiver } from "./helpers/receivers.js";
+import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 const ADMIN = { email: "web-admin@example.com", password: "web-console-password-1" };
 const chromiumPath = await ensureChromium();
@@ -14,9 +15,20 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
   let browser: Browser;
   let page: Page;
   let workspaceId: string;
+  let receiver: Receiver;
 
   beforeAll(async () => {
-    t = await createTestService({ config: { ...FAST_MESSAGING, consoleAdminEmail: ADMIN.email, consoleAdminPassword: ADMIN.password } });
+    t = await createTestService({ config: {
+        ...FAST_MESSAGING,
+        consoleAdminEmail: ADMIN.email,
+        consoleAdminPassword: ADMIN.password,
+        webhookAllowHttpLoopback: true,
+        webhookAllowPrivateTargets: true,
+        webhookRetrySchedule: [0, 100, 100, 100, 100, 100, 100],
+        jobPollIntervalMs: 100,
+      },
+    });
+    receiver = await startReceiver(answerStatus(500));
     workspaceId = await t.createWorkspace("Browser workspace", 42);
     browser = await chromium.launch({ executablePath: chromiumPath.path, args: CHROMIUM_ARGS });
     const context = await browser.newContext();
@@ -26,6 +38,7 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
   afterAll(async () => {
     await browser?.close();
     await t?.close();
+    await receiver?.close();
   });
 
   it("signs in, creates a key, uses it, and shows its refused request grouped by error", async () => {
@@ -91,6 +104,62 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     expect(await page.textContent("tr[data-status=read] [data-test=count]")).toBe("1");
     expect(await page.textContent("tr[data-status=failed] [data-test=count]")).toBe("0");
     expect(await page.locator("section", { hasText: "Credit ledger" }).textContent()).toContain(sent.json.message_id);
+  });
+
+  it("adds an endpoint, shows its failed delivery with every attempt, retries it by hand, and disables and enables it", async () => {
+    await page.goto(`${t.consoleUrl}/#webhooks`);
+    await page.fill("#endpoint-name", "orders backend");
+    await page.fill("#endpoint-url", receiver.url);
+    await page.check("input[value='message.delivered']");
+    await page.click("form button[type=submit]");
+    const secret = (await page.textContent("[data-test=secret]"))?.trim() ?? "";
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    const row = page.locator("tr[data-endpoint-id]");
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.locator("[data-test=secret-hint]").textContent()).toBe(`whsec_${secret.slice(6, 10)}…${secret.slice(-4)}`);
+    const endpointId = (await row.getAttribute("data-endpoint-id")) ?? "";
+
+    // A real send reaches delivered; the receiver answers 500 to all eight automatic attempts.
+    const senderId = await createSender(t, workspaceId, "4915100000077");
+    const templateId = await createTemplate(t, workspaceId, { name: "webhook_probe" });
+    const key = await t.createKey(workspaceId, { scopes: ["messages:send"] });
+    const sent = await rest(t.publicUrl, "POST", "/v1/messages", {
+      key: key.secret,
+      body: { to: "4915123450002", sender: senderId, template: { id: templateId, variables: { name: "Ada", code: "1" } } },
+    });
+    expect(sent.status, sent.text).toBe(200);
+    const delivery = await eventually(async () => {
+      const res = await rest(t.consoleUrl, "GET", `/console/v1/deliveries?endpoint_id=${endpointId}`, { key: TEST_CONSOLE_TOKEN });
+      const found = res.json.data[0];
+      return found?.status === "failed" ? found : undefined;
+    }, 30_000);
+    expect(receiver.requests).toHaveLength(8);
+
+    await page.click(`tr[data-endpoint-id='${endpointId}'] a`);
+    const deliveryRow = page.locator(`tr[data-delivery-id='${delivery.id}']`);
+    expect(await deliveryRow.locator("[data-test=status]").textContent()).toBe("failed");
+    expect(await deliveryRow.locator("[data-test=attempt-count]").textContent()).toBe("8");
+    await deliveryRow.locator("button.link").click();
+    await expect.poll(() => page.locator("[data-test=attempts] tr[data-attempt-id]").count()).toBe(8);
+    expect(await page.locator("[data-test=attempts]").textContent()).toContain("status 500 from the test receiver");
+
+    // The cause fixed, a person retries it from the page: one manual attempt that succeeds.
+    receiver.behave(answerOk);
+    await deliveryRow.locator("button", { hasText: "Retry" }).click();
+    await expect.poll(() => page.locator(`tr[data-delivery-id='${delivery.id}'] [data-test=status]`).textContent()).toBe("succeeded");
+    await page.locator(`tr[data-delivery-id='${delivery.id}'] button.link`).click();
+    const manual = page.locator("[data-test=attempts] tr", { has: page.locator("[data-test=trigger]", { hasText: "manual" }) });
+    await expect.poll(() => manual.count()).toBe(1);
+    expect(await manual.textContent()).toContain("succeeded");
+    expect(receiver.requests).toHaveLength(9);
+    expect(receiver.requests[8]?.body).toBe(receiver.requests[0]?.body);
+
+    // Disable with the page, then enable again.
+    await page.click(`tr[data-endpoint-id='${endpointId}'] button.danger`);
+    await expect.poll(() => page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=enabled]`)).toBe("disabled");
+    expect(await page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=disabled-reason]`)).toBe("Disabled in the console");
+    await page.click(`tr[data-endpoint-id='${endpointId}'] button:has-text("Enable")`);
+    await expect.poll(() => page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=enabled]`)).toBe("enabled");
   });
 
   it("shows a wrong password as an error and serves the page with a strict CSP", async () => {

@@ -4,6 +4,8 @@
 
 const state = { token: sessionStorage.getItem("console-token"), me: null, workspaces: [], workspaceId: null };
 const app = document.getElementById("app");
+/** Event types an endpoint may select (spec §Events). */
+const EVENT_TYPES = ["message.sent", "message.delivered", "message.read", "message.failed", "message.received", "flow.completed"];
 const SCOPES = ["senders:read", "templates:read", "messages:send", "messages:read", "webhooks:read", "flow_responses:read"];
 
 /** Builds an element: el("td", { class: "x", onclick: f }, "text", child…). */
@@ -225,14 +227,124 @@ function secretPanel(text, secret) {
 }
 
 async function renderWebhooks(body) {
-  let endpoints;
-  try {
-    endpoints = (await api("GET", `${ws()}/webhook_endpoints`)).data;
-  } catch (err) {
-    if (err.code === "not_found" || err.code === "unimplemented") return body.replaceChildren(el("p", { class: "muted" }, "Webhook endpoints are not available on this server."));
-    throw err;
-  }
-  body.replaceChildren(el("section", { class: "card" }, el("h2", {}, "Webhook endpoints"), endpoints.length === 0 ? el("p", { class: "muted" }, "No endpoints yet.") : null));
+  const endpoints = (await api("GET", `${ws()}/webhook_endpoints?page_size=100`)).data;
+  const canEdit = canChange();
+  const act = (path, payload) => async () => {
+    try {
+      await api("POST", path, payload ?? {});
+      await renderWebhooks(body);
+    } catch (err) {
+      body.prepend(errorLine(err));
+    }
+  };
+  const rows = endpoints.map((e) =>
+    el(
+      "tr",
+      { "data-endpoint-id": e.id },
+      el("td", {}, e.name, el("div", { class: "mono muted" }, e.url)),
+      el("td", { class: "mono", "data-test": "secret-hint" }, e.secret_hint),
+      el("td", {}, e.events.join(", ")),
+      el("td", {},
+        el("span", { class: `badge ${e.enabled ? "ok" : "bad"}`, "data-test": "enabled" }, e.enabled ? "enabled" : "disabled"),
+        e.disabled_reason ? el("div", { class: "muted", "data-test": "disabled-reason" }, e.disabled_reason) : null),
+      el("td", {}, when(e.last_success_at)),
+      el("td", {}, e.consecutive_failures),
+      el("td", {},
+        el("a", { href: `#webhooks/${e.id}` }, "Deliveries"), " ",
+        canEdit ? (e.enabled
+          ? el("button", { class: "danger", onclick: act(`/console/v1/webhook_endpoints/${e.id}:disable`, { reason: "" }) }, "Disable")
+          : el("button", { onclick: act(`/console/v1/webhook_endpoints/${e.id}:enable`) }, "Enable")) : null),
+    ),
+  );
+  const endpointId = location.hash.slice(1).split("?")[0].split("/")[1];
+  const selected = endpoints.find((e) => e.id === endpointId);
+  body.replaceChildren(
+    el("section", { class: "card" }, el("h2", {}, "Webhook endpoints"), endpoints.length === 0 ? el("p", { class: "muted" }, "No endpoints yet.") :
+      el("table", {}, el("thead", {}, el("tr", {}, ["Name", "Secret", "Events", "Status", "Last success", "Failures in a row", ""].map((h) => el("th", {}, h)))), el("tbody", {}, rows))),
+    selected ? await deliveriesCard(selected, canEdit) : null,
+    canEdit ? endpointForm(body) : null,
+  );
+}
+
+/** Whether the signed-in person may change the selected workspace (operators and its admins). */
+function canChange() {
+  if (state.me.kind === "operator" || state.me.user?.operator) return true;
+  return state.me.user.roles.some((r) => r.workspace_id === state.workspaceId && r.role === "admin");
+}
+
+function endpointForm(body) {
+  const name = el("input", { type: "text", id: "endpoint-name", required: true });
+  const url = el("input", { type: "text", id: "endpoint-url", required: true, placeholder: "https://example.com/webhooks" });
+  const checks = EVENT_TYPES.map((type) => el("label", {}, el("input", { type: "checkbox", value: type }), ` ${type}`));
+  const status = el("div");
+  const form = el(
+    "form",
+    {
+      class: "grid",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        status.replaceChildren();
+        try {
+          const created = await api("POST", `${ws()}/webhook_endpoints`, {
+            name: name.value,
+            url: url.value,
+            events: checks.map((c) => c.querySelector("input")).filter((i) => i.checked).map((i) => i.value),
+          });
+          await renderWebhooks(body);
+          body.prepend(secretPanel("Endpoint created. Copy its signing secret now: it is shown once.", created.secret));
+        } catch (err) {
+          status.append(errorLine(err));
+        }
+      },
+    },
+    el("label", { for: "endpoint-name" }, "Name"), name,
+    el("label", { for: "endpoint-url" }, "URL"), url,
+    el("span", {}, "Events"), el("div", { class: "checks" }, checks),
+    el("span"), el("div", {}, el("button", { class: "primary", type: "submit" }, "Add endpoint")),
+  );
+  return el("section", { class: "card" }, el("h2", {}, "Add an endpoint"), form, status);
+}
+
+/** The endpoint's latest deliveries, each with its attempts on demand and a retry button. */
+async function deliveriesCard(endpoint, canEdit) {
+  const deliveries = (await api("GET", `/console/v1/deliveries?endpoint_id=${encodeURIComponent(endpoint.id)}&page_size=50`)).data;
+  const rows = deliveries.map((d) => {
+    const detail = el("tr", { hidden: true }, el("td", { colspan: 6 }));
+    const show = async () => {
+      const attempts = (await api("GET", `/console/v1/deliveries/${d.id}/attempts?page_size=100`)).data;
+      detail.hidden = false;
+      detail.firstChild.replaceChildren(attempts.length === 0 ? el("p", { class: "muted" }, "No attempts yet.") :
+        el("table", { "data-test": "attempts" }, el("thead", {}, el("tr", {}, ["#", "Trigger", "Started", "Duration", "HTTP", "Outcome", "Response"].map((h) => el("th", {}, h)))),
+          el("tbody", {}, attempts.map((a) => el("tr", { "data-attempt-id": a.id },
+            el("td", {}, a.number), el("td", { "data-test": "trigger" }, a.trigger), el("td", {}, when(a.started_at)),
+            el("td", {}, a.duration_ms === null ? "—" : `${a.duration_ms} ms`), el("td", {}, a.http_status ?? "—"),
+            el("td", {}, a.succeeded ? el("span", { class: "badge ok" }, "succeeded") : el("span", { class: "badge bad" }, a.error_kind ?? "failed"), a.error_message ? el("div", { class: "muted" }, a.error_message) : null),
+            el("td", { class: "mono" }, (a.response_body ?? "").slice(0, 200)))))));
+    };
+    const retry = async (event) => {
+      event.target.disabled = true;
+      try {
+        await api("POST", `/console/v1/deliveries/${d.id}:retry`, {});
+        route();
+      } catch (err) {
+        detail.hidden = false;
+        detail.firstChild.replaceChildren(errorLine(err));
+      }
+    };
+    return [
+      el("tr", { "data-delivery-id": d.id },
+        el("td", {}, d.event_type, el("div", { class: "mono muted" }, d.event_id)),
+        el("td", {}, el("span", { class: `badge ${d.status === "succeeded" ? "ok" : d.status === "pending" ? "" : "bad"}`, "data-test": "status" }, d.status)),
+        el("td", { "data-test": "attempt-count" }, d.attempt_count),
+        el("td", {}, when(d.last_attempt_at), d.last_http_status ? ` · HTTP ${d.last_http_status}` : ""),
+        el("td", {}, when(d.next_attempt_at)),
+        el("td", {}, el("button", { class: "link", onclick: show }, "Attempts"), " ", canEdit ? el("button", { onclick: retry }, "Retry") : null)),
+      detail,
+    ];
+  });
+  return el("section", { class: "card", "data-test": "deliveries" }, el("h2", {}, `Deliveries to ${endpoint.name}`),
+    rows.length === 0 ? el("p", { class: "muted" }, "No deliveries yet.") :
+      el("table", {}, el("thead", {}, el("tr", {}, ["Event", "Status", "Attempts", "Last attempt", "Next attempt", ""].map((h) => el("th", {}, h)))), el("tbody", {}, rows.flat())));
 }
 
 async function renderRefused(body) {
