@@ -14,7 +14,7 @@ export interface GraphRequest {
 export type GraphAnswer = { status: number; body: unknown };
 
 /** A medium the fake serves: its bytes, type, and the `sha256` its media endpoint states (base64 of the bytes' SHA-256 unless given). */
-export type FakeMedium = { bytes: Buffer; mimeType: string; sha256?: string };
+export type FakeMedium = { bytes: Buffer; mimeType: string; sha256?: string; /** Answer the first n metadata requests with 503 (an outage). */ failFirst?: number };
 
 /**
  * A local HTTP server standing in for the WhatsApp Cloud API's Graph API
@@ -51,6 +51,10 @@ export async function startFakeGraphApi(answer?: (req: GraphRequest, calls: numb
       if (!medium) return send(404, "application/json", JSON.stringify({ error: { message: "(#100) Invalid parameter", type: "OAuthException", code: 100 } }));
       if (req.headers.authorization !== "Bearer EAAG-test-access-token") return send(401, "application/json", JSON.stringify({ error: { message: "Invalid OAuth access token", code: 190 } }));
       if (download) return send(200, medium.mimeType, medium.bytes);
+      if (medium.failFirst) {
+        medium.failFirst--;
+        return send(503, "application/json", JSON.stringify({ error: { message: "(#131016) Service unavailable", code: 131016 } }));
+      }
       const id = info![1]!;
       return send(200, "application/json", JSON.stringify({
         messaging_product: "whatsapp",
