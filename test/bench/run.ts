@@ -2,11 +2,12 @@ import { rm } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { projectRoot, startEmbeddedFerretDb } from "../../src/store/embedded-ferretdb.js";
+import { runFilesBench } from "./files-bench.js";
 import { runMeBench } from "./me-bench.js";
 import { runMessagesBench } from "./messages-bench.js";
 
 /*
- * `npm run bench [-- --seconds N --concurrency N --only me|messages]`: runs the benchmarks
+ * `npm run bench [-- --seconds N --concurrency N --only me|messages|files] [--file-mib N]`: runs the benchmarks
  * against MONGODB_URI, or a fresh embedded FerretDB, and prints their tables.
  */
 const { values } = parseArgs({
@@ -14,6 +15,7 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "8" },
     concurrency: { type: "string", default: "50" },
     only: { type: "string", default: "" },
+    "file-mib": { type: "string", default: "64" },
   },
 });
 const seconds = Number(values.seconds);
@@ -25,8 +27,9 @@ const mongodbUri = process.env.MONGODB_URI ?? (embedded?.uri as string);
 const database = embedded ? "embedded FerretDB v1 (SQLite) behind the command gate" : "MONGODB_URI";
 try {
   process.stdout.write(`Machine: ${(await import("node:os")).cpus().length} cores, Node ${process.version}; database: ${database}\n\n`);
-  if (values.only !== "messages") process.stdout.write(`${await runMeBench({ mongodbUri, concurrency, seconds })}\n\n`);
-  if (values.only !== "me") process.stdout.write(`${await runMessagesBench({ mongodbUri, concurrency: 10, callsPerWorker: 10 })}\n`);
+  if (values.only === "" || values.only === "me") process.stdout.write(`${await runMeBench({ mongodbUri, concurrency, seconds })}\n\n`);
+  if (values.only === "" || values.only === "messages") process.stdout.write(`${await runMessagesBench({ mongodbUri, concurrency: 10, callsPerWorker: 10 })}\n\n`);
+  if (values.only === "" || values.only === "files") process.stdout.write(`${await runFilesBench({ mongodbUri, sizeMiB: Number(values["file-mib"]) })}\n`);
 } finally {
   await embedded?.stop();
   if (embedded) await rm(path.join(projectRoot, dataDir), { recursive: true, force: true });
