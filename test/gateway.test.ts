@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConnectError, Code } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { AccountService } from "../gen/messaging/v1/account_pb.js";
-import { FlowResponseService } from "../gen/messaging/v1/flow_responses_pb.js";
+import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
 import { ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { HealthCheckResponse_ServingStatus, Health } from "../gen/health/v1/health_pb.js";
 import { ApiKeyService } from "../gen/messaging/console/v1/api_keys_pb.js";
@@ -120,12 +120,12 @@ describe("errors in every protocol", () => {
   });
 
   it("answers operations of later capabilities with 501 / UNIMPLEMENTED", async () => {
-    const flows = await t.createKey(await t.createWorkspace("Flows"), { scopes: ["flow_responses:read"] });
-    const res = await rest(t.publicUrl, "GET", "/v1/flow_responses", { key: flows.secret });
+    const webhooks = await t.createKey(await t.createWorkspace("Webhooks"), { scopes: ["webhooks:read"] });
+    const res = await rest(t.publicUrl, "GET", "/v1/webhook", { key: webhooks.secret });
     expect(res.status).toBe(501);
     expect(res.json.error.code).toBe("unimplemented");
-    const err = await clientFor(FlowResponseService, "grpc", t.publicUrl, flows.secret)
-      .listFlowResponses({})
+    const err = await clientFor(WebhookService, "grpc", t.publicUrl, webhooks.secret)
+      .listWebhooks({})
       .catch((e: unknown) => ConnectError.from(e));
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as ConnectError).code).toBe(Code.Unimplemented);
