@@ -44,6 +44,48 @@ function parseKey(text: string): Buffer | undefined {
 }
 
 /**
+ * Default FLOW_FILE_ALLOWED_TYPES: the types WhatsApp Flows' DocumentPicker
+ * accepts (PhotoPicker photos are among them), from
+ * https://developers.facebook.com/docs/whatsapp/flows/reference/media_upload
+ */
+export const DEFAULT_FLOW_FILE_TYPES = [
+  "application/gzip",
+  "application/msword",
+  "application/pdf",
+  "application/vnd.ms-excel",
+  "application/vnd.ms-powerpoint",
+  "application/vnd.oasis.opendocument.presentation",
+  "application/vnd.oasis.opendocument.spreadsheet",
+  "application/vnd.oasis.opendocument.text",
+  "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+  "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  "application/x-7z-compressed",
+  "application/zip",
+  "image/avif",
+  "image/gif",
+  "image/heic",
+  "image/heif",
+  "image/jpeg",
+  "image/png",
+  "image/tiff",
+  "image/webp",
+  "text/plain",
+  "video/mp4",
+  "video/mpeg",
+];
+
+const MEDIA_TYPE = /^(\*\/\*|[a-z0-9][a-z0-9!#$&^_.+-]*\/([a-z0-9][a-z0-9!#$&^_.+-]*|\*))$/;
+
+/** A comma-separated list of media types ("type/subtype", "type/*", or "*\/*" for any), lower-cased. */
+const mediaTypes = (fallback: string[]) =>
+  z
+    .string()
+    .default(fallback.join(","))
+    .transform((v) => v.split(",").map((t) => t.trim().toLowerCase()).filter((t) => t !== ""))
+    .refine((list) => list.length > 0 && list.every((t) => MEDIA_TYPE.test(t)), 'must be a comma-separated list of media types such as "image/jpeg,application/pdf", "image/*" or "*/*"');
+
+/**
  * Environment variables the service reads, with defaults and rules. Every
  * variable is documented in README.md §Configuration.
  */
@@ -111,6 +153,10 @@ const schema = z.object({
   WEBHOOK_ALLOW_HTTP_LOOPBACK: boolean(false),
   WEBHOOK_LEASE_MS: integer(60_000, 200, 3_600_000, "milliseconds"),
   WEBHOOK_SWEEP_INTERVAL_MS: integer(10_000, 50, 3_600_000, "milliseconds"),
+  FLOW_FILE_MAX_BYTES: integer(25 * 1024 * 1024, 1, 1024 * 1024 * 1024, "bytes"),
+  FLOW_FILE_ALLOWED_TYPES: mediaTypes(DEFAULT_FLOW_FILE_TYPES),
+  FLOW_FILE_FETCH_MAX_ATTEMPTS: integer(8, 1, 100, "attempts"),
+  FLOW_FILE_FETCH_RETRY_BASE_MS: integer(5000, 1, 3_600_000, "milliseconds"),
 }).superRefine((v, ctx) => {
   if (v.WEBHOOK_LEASE_MS < 2 * v.WEBHOOK_ATTEMPT_TIMEOUT_MS + 100) {
     ctx.addIssue({
@@ -221,6 +267,14 @@ export interface Config {
   webhookLeaseMs: number;
   /** Interval of the webhook sweep (crashed publishers, paused deliveries), in ms. */
   webhookSweepIntervalMs: number;
+  /** Largest file of a form submission that is stored, in bytes. */
+  flowFileMaxBytes: number;
+  /** Media types of form files that are stored ("type/subtype" or "type/*"), lower case. */
+  flowFileAllowedTypes: string[];
+  /** Attempts to fetch a form's files from the network before an outage makes them unreadable. */
+  flowFileFetchMaxAttempts: number;
+  /** Wait before the second fetch attempt, in ms; doubled for each later one (at most 10 minutes). */
+  flowFileFetchRetryBaseMs: number;
 }
 
 /** Raised by loadConfig with one line per bad variable. */
@@ -306,5 +360,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookAllowHttpLoopback: v.WEBHOOK_ALLOW_HTTP_LOOPBACK,
     webhookLeaseMs: v.WEBHOOK_LEASE_MS,
     webhookSweepIntervalMs: v.WEBHOOK_SWEEP_INTERVAL_MS,
+    flowFileMaxBytes: v.FLOW_FILE_MAX_BYTES,
+    flowFileAllowedTypes: v.FLOW_FILE_ALLOWED_TYPES,
+    flowFileFetchMaxAttempts: v.FLOW_FILE_FETCH_MAX_ATTEMPTS,
+    flowFileFetchRetryBaseMs: v.FLOW_FILE_FETCH_RETRY_BASE_MS,
   };
 }

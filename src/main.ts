@@ -22,6 +22,7 @@ interface Demo {
   secret: string;
   senderId: string;
   templateId: string;
+  formTemplateId: string;
 }
 
 /**
@@ -43,8 +44,8 @@ async function createDemoKey(service: RunningService): Promise<Demo> {
     ipAllowList: [],
     rateLimitPerMin: 100,
   });
-  const { senderId, templateId } = await ensureDemoSenderAndTemplate(service.db, systemClock, workspace._id);
-  return { workspaceId: workspace._id, secret, senderId, templateId };
+  const { senderId, templateId, formTemplateId } = await ensureDemoSenderAndTemplate(service.db, systemClock, workspace._id);
+  return { workspaceId: workspace._id, secret, senderId, templateId, formTemplateId };
 }
 
 function banner(
@@ -99,6 +100,12 @@ function banner(
       "Simulate the recipient's reply, see the credits:",
       "  npx msgsvc simulate reply --message MESSAGE_ID --text 'Thanks!'",
       `  npx msgsvc credits ledger --workspace ${demo.workspaceId}`,
+      "Send the form template, submit the form with files (fires flow.completed), read it and download a file:",
+      `  curl -s ${api}/v1/messages -H "Authorization: Bearer $API_KEY" -H "Content-Type: application/json" \\`,
+      `    -d '${JSON.stringify({ to: "4915112345678", sender: demo.senderId, template: { id: demo.formTemplateId, variables: { name: "Ada" }, flow: { token: "signup-4711" } } })}'`,
+      `  npx msgsvc simulate flow --message MESSAGE_ID --response '{"name":"Ada"}' --file id_photo=./photo.jpg --file contract=./contract.pdf`,
+      `  curl -s "${api}/v1/flow_responses?flow_token=signup-4711" -H "Authorization: Bearer $API_KEY"`,
+      `  curl -sOJ ${api}/v1/flow_responses/FLOW_RESPONSE_ID/files/0 -H "Authorization: Bearer $API_KEY"`,
       "",
     );
   }

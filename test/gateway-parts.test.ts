@@ -6,6 +6,10 @@ import { fromRestJson, toRestJson } from "../src/gateway/rest-json.js";
 import { MessageSchema, MessageStatus, SendMessageRequestSchema } from "../gen/messaging/v1/messages_pb.js";
 import { FlowResponseSchema } from "../gen/messaging/v1/flow_responses_pb.js";
 import { minimalGrpcMessage } from "../src/gateway/rpc-server.js";
+import { mergeServices, registerService } from "../src/gateway/services.js";
+import { AccountService } from "../gen/messaging/v1/account_pb.js";
+import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
+import { Code, ConnectError } from "@connectrpc/connect";
 
 describe("path templates (google/api/http.proto grammar)", () => {
   it("matches literals and single-segment variables", () => {
@@ -132,5 +136,31 @@ describe("grpc-message encoding", () => {
   it("uses the gRPC spec's minimal percent-encoding", () => {
     expect(minimalGrpcMessage(encodeURIComponent("needs scope: a; b, c%"))).toBe("needs scope: a; b, c%25");
     expect(minimalGrpcMessage(encodeURIComponent("café\n"))).toBe("caf%C3%A9%0A");
+  });
+});
+
+describe("mergeServices", () => {
+  const getMe = () => ({}) as never;
+
+  it("fills the methods no capability provides with unimplemented errors naming the operation", () => {
+    const merged = mergeServices([registerService(AccountService, { getMe })], [AccountService, WebhookService]);
+    expect(merged.map((r) => r.service.typeName)).toEqual(["messaging.v1.AccountService", "messaging.v1.WebhookService"]);
+    expect(merged[0]?.impl.getMe).toBe(getMe);
+    const missing = (merged[1]?.impl as unknown as Record<string, () => unknown>).listWebhooks;
+    let thrown: unknown;
+    try {
+      missing?.();
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(ConnectError);
+    expect((thrown as ConnectError).code).toBe(Code.Unimplemented);
+    expect((thrown as ConnectError).rawMessage).toBe("messaging.v1.WebhookService/ListWebhooks is not available yet");
+  });
+
+  it("refuses a method registered by two capabilities", () => {
+    expect(() => mergeServices([registerService(AccountService, { getMe }), registerService(AccountService, { getMe })])).toThrow(
+      "messaging.v1.AccountService.getMe is registered twice",
+    );
   });
 });

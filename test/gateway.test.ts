@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConnectError, Code } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { AccountService } from "../gen/messaging/v1/account_pb.js";
-import { FlowResponseService } from "../gen/messaging/v1/flow_responses_pb.js";
 import { ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { HealthCheckResponse_ServingStatus, Health } from "../gen/health/v1/health_pb.js";
 import { ApiKeyService } from "../gen/messaging/console/v1/api_keys_pb.js";
@@ -117,19 +116,6 @@ describe("errors in every protocol", () => {
     const res = await rest(t.publicUrl, "GET", "/v1/senders?page_size=2&colour=red", { key: key.secret });
     expect(res.status).toBe(400);
     expect(res.json.error.details).toMatchObject({ field: "colour", rule: "is not a known query parameter" });
-  });
-
-  it("answers operations of later capabilities with 501 / UNIMPLEMENTED", async () => {
-    const flows = await t.createKey(await t.createWorkspace("Flows"), { scopes: ["flow_responses:read"] });
-    const res = await rest(t.publicUrl, "GET", "/v1/flow_responses", { key: flows.secret });
-    expect(res.status).toBe(501);
-    expect(res.json.error.code).toBe("unimplemented");
-    const err = await clientFor(FlowResponseService, "grpc", t.publicUrl, flows.secret)
-      .listFlowResponses({})
-      .catch((e: unknown) => ConnectError.from(e));
-    expect(err).toBeInstanceOf(ConnectError);
-    expect((err as ConnectError).code).toBe(Code.Unimplemented);
-    expect((err as ConnectError).findDetails(ErrorInfoSchema)[0]?.reason).toBe("unimplemented");
   });
 
   it("carries google.rpc.ErrorInfo with the code over Connect and gRPC", async () => {

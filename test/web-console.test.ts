@@ -162,6 +162,33 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     await expect.poll(() => page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=enabled]`)).toBe("enabled");
   });
 
+  it("shows a viewer the keys and endpoints without the controls that change them", async () => {
+    const viewer = { email: "web-viewer@example.com", password: "web-viewer-password-1" };
+    const created = await rest(t.consoleUrl, "POST", "/console/v1/users", {
+      key: TEST_CONSOLE_TOKEN,
+      body: { ...viewer, roles: [{ workspace_id: workspaceId, role: "viewer" }] },
+    });
+    expect(created.status, created.text).toBe(200);
+    const context = await browser.newContext();
+    const viewerPage = await context.newPage();
+    await viewerPage.goto(t.consoleUrl);
+    await viewerPage.fill("#email", viewer.email);
+    await viewerPage.fill("#password", viewer.password);
+    await viewerPage.click("button[type=submit]");
+    await expect.poll(() => viewerPage.textContent("#who")).toBe(viewer.email);
+
+    await viewerPage.click("nav a[href='#keys']");
+    await expect.poll(() => viewerPage.locator("tr[data-key-id]").count()).toBeGreaterThan(0);
+    expect(await viewerPage.locator("#key-name").count()).toBe(0);
+    expect(await viewerPage.locator("tr[data-key-id] button").count()).toBe(0);
+
+    await viewerPage.click("nav a[href='#webhooks']");
+    await expect.poll(() => viewerPage.locator("tr[data-endpoint-id]").count()).toBe(1);
+    expect(await viewerPage.locator("#endpoint-name").count()).toBe(0);
+    expect(await viewerPage.locator("tr[data-endpoint-id] button").count()).toBe(0);
+    await context.close();
+  });
+
   it("shows a wrong password as an error and serves the page with a strict CSP", async () => {
     const res = await fetch(t.consoleUrl);
     expect(res.headers.get("content-security-policy")).toContain("default-src 'self'");

@@ -7,12 +7,19 @@ import { createTemplateStore } from "../templates/template-store.js";
 /** The demo sender's number (a reserved-looking US number) and template, as printed by `npm start`. */
 export const DEMO_SENDER_PHONE = "15550001234";
 const DEMO_TEMPLATE = { name: "verification_code", language: "en", body: "Hello {{name}}, your code is {{code}}" };
+/** The demo form template: it carries a form (flow), so its messages can be submitted with files (README §Forms). */
+const DEMO_FORM_TEMPLATE = { name: "signup_form", language: "en", body: "Hello {{name}}, please fill in the sign-up form", flowId: "1234567890" };
 
 /**
- * Makes sure the demo workspace has an active sender and template (created
- * once, reused on later starts) so the printed examples can send a message.
+ * Makes sure the demo workspace has an active sender, template and form
+ * template (created once, reused on later starts) so the printed examples
+ * can send a message and a form.
  */
-export async function ensureDemoSenderAndTemplate(db: Db, clock: Clock, workspaceId: string): Promise<{ senderId: string; templateId: string }> {
+export async function ensureDemoSenderAndTemplate(
+  db: Db,
+  clock: Clock,
+  workspaceId: string,
+): Promise<{ senderId: string; templateId: string; formTemplateId: string }> {
   const senders = createSenderStore(db, clock);
   const templates = createTemplateStore(db, clock);
   const sender =
@@ -26,5 +33,15 @@ export async function ensureDemoSenderAndTemplate(db: Db, clock: Clock, workspac
       variables: parseBody(DEMO_TEMPLATE.body).variables.map((name) => ({ name, required: true, example: name === "name" ? "Ada" : "123456" })),
       flow_id: null,
     }));
-  return { senderId: sender._id, templateId: template._id };
+  const form =
+    (await templates.findActive(workspaceId, DEMO_FORM_TEMPLATE.name, DEMO_FORM_TEMPLATE.language)) ??
+    (await templates.create({
+      workspace_id: workspaceId,
+      name: DEMO_FORM_TEMPLATE.name,
+      language: DEMO_FORM_TEMPLATE.language,
+      body: DEMO_FORM_TEMPLATE.body,
+      variables: [{ name: "name", required: true, example: "Ada" }],
+      flow_id: DEMO_FORM_TEMPLATE.flowId,
+    }));
+  return { senderId: sender._id, templateId: template._id, formTemplateId: form._id };
 }

@@ -7,6 +7,7 @@ import type { EventBus, EventType } from "../events/event-bus.js";
 import { toRestJson } from "../gateway/rest-json.js";
 import {
   inboundText,
+  type InboundContent,
   type InboundMessageReport,
   type NetworkErrorInfo,
   type NetworkReport,
@@ -59,6 +60,13 @@ export interface Inbound {
    * A failure before delivery refunds the message's credits.
    */
   handle(report: NetworkReport): Promise<void>;
+  /**
+   * Hands inbound messages whose content is of `type` to `handler` instead
+   * of firing message.received (flow submissions fire flow.completed). The
+   * handler runs after the inbound message is stored, and again when a crash
+   * interrupted it (the report is applied anew), so it must be idempotent.
+   */
+  onInbound(type: InboundContent["type"], handler: (message: MessageRecord) => Promise<void>): void;
   /** Applies reports that arrived before dispatch recorded the network id `networkMessageId` of `messageId`. */
   attach(messageId: string, networkMessageId: string): Promise<void>;
   /** Refunds a failed message whose refund is due (idempotent). */
@@ -92,6 +100,7 @@ export function createInbound(deps: {
   const { messages, senders, credits, events, clock, logger } = deps;
   const reports = deps.db.collection<ReportRecord>("message_reports");
   const col = messages.collection;
+  const inboundHandlers = new Map<InboundContent["type"], (message: MessageRecord) => Promise<void>>();
   /** A claim older than this is taken over (its process stopped), in ms. */
   const CLAIM_TIMEOUT_MS = 30_000;
 
@@ -224,7 +233,9 @@ export function createInbound(deps: {
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
     }
-    await publish(record, row);
+    const handler = inboundHandlers.get(inbound.content.type);
+    if (handler) await handler(record);
+    else await publish(record, row);
     await reports.updateOne({ _id: row._id }, { $set: { applied_at: clock.now() } });
   }
 
@@ -235,6 +246,9 @@ export function createInbound(deps: {
 
   return {
     reports,
+    onInbound(type, handler) {
+      inboundHandlers.set(type, handler);
+    },
     async handle(report) {
       const now = clock.now();
       if (report.kind === "message") {

@@ -4,6 +4,7 @@ import { MessageService } from "../../gen/messaging/v1/messages_pb.js";
 import type { Capability, Platform } from "../capability.js";
 import { createCreditsCapability } from "../credits/credits-capability.js";
 import { createCreditStore } from "../credits/credit-store.js";
+import { createFlowsCapability } from "../flows/flows-capability.js";
 import { registerService } from "../gateway/services.js";
 import { createNetwork } from "../network/create-network.js";
 import { createSimulatorService } from "../network/simulator-service.js";
@@ -34,7 +35,9 @@ const REPORT_RECOVERY_AGE_MS = 30_000;
  * the simulator's console service, and the recovery sweep
  * (MESSAGES_SWEEP_INTERVAL_MS, and once when a worker starts): lost dispatch
  * jobs, interrupted claims, unapplied reports, due refunds, half-done credit
- * changes, and Idempotency-Keys older than 24 h.
+ * changes, and Idempotency-Keys older than 24 h. The flows capability (forms,
+ * src/flows/) comes last: it is built on the message store, the inbound path
+ * and the network.
  */
 export function createMessagingCapabilities(platform: Platform): Capability[] {
   const { db, clock, logger, config, scheduler, events } = platform;
@@ -113,5 +116,6 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     createTemplatesCapability(platform, templates),
     createCreditsCapability(platform, credits),
     messagesCapability,
+    createFlowsCapability(platform, { messages, inbound, network, simulator }),
   ];
 }

@@ -1,3 +1,4 @@
+import type { Readable } from "node:stream";
 import type { HttpRoute } from "../gateway/rpc-server.js";
 
 /*
@@ -77,6 +78,12 @@ export interface StatusReport {
 export type InboundContent =
   | { type: "text"; text: string }
   | { type: "button"; text: string; payload: string }
+  /**
+   * A submitted form (WhatsApp: interactive nfm_reply). `responseJson` is the
+   * network's response_json as JSON text: the fields, the flow_token and, for
+   * uploaded files, arrays of media references (see src/flows/submission.ts).
+   */
+  | { type: "flow_response"; responseJson: string; body: string }
   | { type: "unsupported"; networkType: string };
 
 /** Somebody wrote to one of the workspace's numbers. */
@@ -100,6 +107,55 @@ export type NetworkReport = StatusReport | InboundMessageReport;
 /** Where adapters hand their reports; resolves once the report is stored (so a callback may answer 200). */
 export type ReportSink = (report: NetworkReport) => Promise<void>;
 
+/**
+ * A file the network holds for the service, as a submission names it
+ * (WhatsApp Flows' PhotoPicker and DocumentPicker media).
+ */
+export interface MediaReference {
+  /** The network's media id (WhatsApp: Graph API media id; simulator: its media store id). */
+  id: string;
+  /**
+   * WhatsApp's encrypted form (media sent to a flow endpoint): the CDN URL of
+   * the encrypted file and its encryption metadata, all base64 as Meta sends
+   * them (https://developers.facebook.com/docs/whatsapp/flows/reference/media_upload).
+   */
+  encrypted?: {
+    cdnUrl: string;
+    encryptedHash: string;
+    iv: string;
+    encryptionKey: string;
+    hmacKey: string;
+    plaintextHash: string;
+  };
+}
+
+/** A medium being downloaded from the network. */
+export interface FetchedMedia {
+  /** The file's bytes (decrypted where the network encrypts them). */
+  body: Readable;
+  /** Content type the network states, if any. */
+  mimeType?: string;
+  /** Size the network states, in bytes, if any (checked against the limit before reading). */
+  sizeBytes?: number;
+  /** SHA-256 the network states for the file, base64 or hex, if any (checked after reading). */
+  sha256?: string;
+}
+
+/**
+ * Why a medium could not be fetched. `retryable` ones (outages, timeouts)
+ * are tried again later; the others (unknown medium, failed integrity
+ * checks) are recorded on the file as its error.
+ */
+export class MediaFetchError extends Error {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+    this.name = "MediaFetchError";
+  }
+}
+
 /** A messaging network adapter. */
 export interface NetworkAdapter {
   /** "simulator" or "whatsapp". */
@@ -112,6 +168,13 @@ export interface NetworkAdapter {
    *   any other throw counts as a retryable outage.
    */
   send(message: OutboundTemplateMessage): Promise<string>;
+  /**
+   * Starts downloading a medium a recipient uploaded (a file of a form
+   * submission); resolves once the network answered with the file.
+   *
+   * @throws MediaFetchError (any other throw counts as a retryable outage).
+   */
+  fetchMedia(media: MediaReference): Promise<FetchedMedia>;
   /** Callback endpoints on the public port (WhatsApp's webhook). */
   readonly httpRoutes: readonly HttpRoute[];
   /** Stops timers (the simulator's pending reports). */
@@ -120,5 +183,5 @@ export interface NetworkAdapter {
 
 /** Display text of inbound content (the event's `text`), or null. */
 export function inboundText(content: InboundContent): string | null {
-  return content.type === "unsupported" ? null : content.text;
+  return content.type === "unsupported" || content.type === "flow_response" ? null : content.text;
 }

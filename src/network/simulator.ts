@@ -2,8 +2,10 @@ import { randomBytes } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
+import type { SimulatorMediaStore } from "./simulator-media.js";
 import {
   NetworkSendError,
+  type InboundContent,
   type NetworkAdapter,
   type NetworkReport,
   type OutboundTemplateMessage,
@@ -25,6 +27,8 @@ export interface SimulatorOptions {
   logger: Logger;
   /** Random number in [0, 1); Math.random by default. */
   random?: () => number;
+  /** Where simulated phones' uploaded media are kept. */
+  media: SimulatorMediaStore;
 }
 
 /**
@@ -55,6 +59,15 @@ export interface Simulator extends NetworkAdapter {
    * network id once it is stored.
    */
   injectReply(original: { networkMessageId: string; recipient: string; senderPhoneNumber: string }, text: string): Promise<string>;
+  /**
+   * The recipient of an accepted message submits the form it carried, as
+   * WhatsApp reports it: an inbound flow_response whose `responseJson` is the
+   * nfm_reply's response_json (fields, flow_token, media references). Resolves
+   * to the submission's network id once it is stored.
+   */
+  injectFlowResponse(original: { networkMessageId: string; recipient: string; senderPhoneNumber: string }, responseJson: string): Promise<string>;
+  /** The simulated network's media store (files uploaded in forms). */
+  readonly media: SimulatorMediaStore;
 }
 
 const networkId = () => `wamid.SIM${randomBytes(18).toString("base64url")}`;
@@ -114,6 +127,20 @@ export function createSimulator(options: SimulatorOptions, sink: ReportSink): Si
     status("read", r, swapped ? d : r);
   }
 
+  async function inject(original: { networkMessageId: string; recipient: string; senderPhoneNumber: string }, content: InboundContent): Promise<string> {
+    const id = networkId();
+    await sink({
+      kind: "message",
+      networkMessageId: id,
+      from: original.recipient,
+      to: { phoneNumber: original.senderPhoneNumber },
+      replyToNetworkMessageId: original.networkMessageId,
+      occurredAt: options.clock.now(),
+      content,
+    });
+    return id;
+  }
+
   return {
     name: "simulator",
     httpRoutes: [],
@@ -135,18 +162,13 @@ export function createSimulator(options: SimulatorOptions, sink: ReportSink): Si
       return id;
     },
     async injectReply(original, text) {
-      const id = networkId();
-      await sink({
-        kind: "message",
-        networkMessageId: id,
-        from: original.recipient,
-        to: { phoneNumber: original.senderPhoneNumber },
-        replyToNetworkMessageId: original.networkMessageId,
-        occurredAt: options.clock.now(),
-        content: { type: "text", text },
-      });
-      return id;
+      return inject(original, { type: "text", text });
     },
+    async injectFlowResponse(original, responseJson) {
+      return inject(original, { type: "flow_response", responseJson, body: "Sent" });
+    },
+    media: options.media,
+    fetchMedia: (media) => options.media.fetch(media.id),
     async stop() {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();

@@ -2,12 +2,13 @@ import { rm } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { projectRoot, startEmbeddedFerretDb } from "../../src/store/embedded-ferretdb.js";
+import { runFilesBench } from "./files-bench.js";
 import { runMeBench } from "./me-bench.js";
 import { runMessagesBench } from "./messages-bench.js";
 import { runWebhookBench } from "./webhook-bench.js";
 
 /*
- * `npm run bench [-- --seconds N --concurrency N --backlogs 10000,100000 --only me|messages|webhooks]`:
+ * `npm run bench [-- --seconds N --concurrency N --backlogs 10000,100000 --only me|messages|webhooks|files --file-mib N]`:
  * runs the benchmarks against MONGODB_URI, or a fresh embedded FerretDB, and
  * prints their tables.
  */
@@ -17,6 +18,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "50" },
     backlogs: { type: "string", default: "10000,100000" },
     only: { type: "string", default: "" },
+    "file-mib": { type: "string", default: "64" },
   },
 });
 const seconds = Number(values.seconds);
@@ -35,6 +37,7 @@ try {
     const backlogs = values.backlogs.split(",").filter((b) => b !== "").map(Number);
     process.stdout.write(`${await runWebhookBench({ mongodbUri, seconds, backlogs })}\n`);
   }
+  if (run("files")) process.stdout.write(`${await runFilesBench({ mongodbUri, sizeMiB: Number(values["file-mib"]) })}\n`);
 } finally {
   await embedded?.stop();
   if (embedded) await rm(path.join(projectRoot, dataDir), { recursive: true, force: true });

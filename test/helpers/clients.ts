@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
-import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type DescService, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type DescMessage, type DescMethodServerStreaming, type DescMethodUnary, type DescService, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 
 /** Answer of a REST call made with fetch. */
 export interface RestAnswer {
@@ -105,5 +105,48 @@ export function grpcJsCall<I extends DescMessage, O extends DescMessage>(
     );
     call.on("metadata", (m: grpc.Metadata) => (headers = m));
     call.on("status", (s: grpc.StatusObject) => (trailers = s.metadata));
+  });
+}
+
+/** Answer of a server-streaming call made with @grpc/grpc-js. */
+export interface GrpcJsStreamAnswer<O extends DescMessage> {
+  messages: MessageShape<O>[];
+  error?: grpc.ServiceError;
+  headers: grpc.Metadata;
+}
+
+/**
+ * Calls a server-streaming method with @grpc/grpc-js over HTTP/2 to
+ * `address` (host:port) and collects every message of the stream.
+ */
+export function grpcJsServerStream<I extends DescMessage, O extends DescMessage>(
+  address: string,
+  method: DescMethodServerStreaming<I, O>,
+  request: MessageInitShape<I>,
+  metadata: Record<string, string> = {},
+): Promise<GrpcJsStreamAnswer<O>> {
+  const client = new grpc.Client(address, grpc.credentials.createInsecure());
+  const md = new grpc.Metadata();
+  for (const [k, v] of Object.entries(metadata)) md.set(k, v);
+  return new Promise((resolve) => {
+    const messages: MessageShape<O>[] = [];
+    let headers = new grpc.Metadata();
+    let error: grpc.ServiceError | undefined;
+    const call = client.makeServerStreamRequest(
+      `/${method.parent.typeName}/${method.name}`,
+      (value: MessageShape<I>) => Buffer.from(toBinary(method.input, value)),
+      (bytes: Buffer) => fromBinary(method.output, bytes),
+      create(method.input, request),
+      md,
+    );
+    call.on("metadata", (m: grpc.Metadata) => (headers = m));
+    call.on("data", (m: MessageShape<O>) => messages.push(m));
+    call.on("error", (e: grpc.ServiceError) => (error = e));
+    call.on("status", () =>
+      setImmediate(() => {
+        client.close();
+        resolve({ messages, error, headers });
+      }),
+    );
   });
 }

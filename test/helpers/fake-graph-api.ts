@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -12,17 +13,58 @@ export interface GraphRequest {
 /** What the fake answers for one send: status and JSON body. */
 export type GraphAnswer = { status: number; body: unknown };
 
+/** A medium the fake serves: its bytes, type, and the `sha256` its media endpoint states (base64 of the bytes' SHA-256 unless given). */
+export type FakeMedium = { bytes: Buffer; mimeType: string; sha256?: string; /** Answer the first n metadata requests with 503 (an outage). */ failFirst?: number };
+
 /**
  * A local HTTP server standing in for the WhatsApp Cloud API's Graph API
  * (https://developers.facebook.com/docs/whatsapp/cloud-api/reference/messages):
  * POST /{version}/{phone_number_id}/messages answers, by default, the
  * documented success body `{"messaging_product":"whatsapp","contacts":[{"input","wa_id"}],"messages":[{"id":"wamid…"}]}`;
  * `answer` may return another answer for a request (errors, outages).
+ * Media put in `media` are served as
+ * https://developers.facebook.com/docs/whatsapp/cloud-api/reference/media#download-media
+ * describes: GET /{version}/{media-id} answers
+ * `{"messaging_product","url","mime_type","sha256","file_size","id"}`, and GET of that url
+ * with the same bearer token answers the bytes (401 without it, 404 for unknown ids);
+ * `/cdn/{name}` serves `cdn` entries without a token (WhatsApp's CDN).
  */
 export async function startFakeGraphApi(answer?: (req: GraphRequest, calls: number) => GraphAnswer | undefined) {
   const requests: GraphRequest[] = [];
+  const media = new Map<string, FakeMedium>();
+  const cdn = new Map<string, Buffer>();
   let next = 0;
+  let base = "";
   const server: Server = createServer((req: IncomingMessage, res) => {
+    if (req.method === "GET") {
+      requests.push({ method: "GET", path: req.url ?? "", authorization: req.headers.authorization, body: null });
+      const send = (status: number, type: string, body: Buffer | string) => {
+        res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(body) });
+        res.end(body);
+      };
+      const path = req.url ?? "";
+      const cdnFile = /^\/cdn\/(.+)$/.exec(path);
+      if (cdnFile) return cdn.has(cdnFile[1]!) ? send(200, "application/octet-stream", cdn.get(cdnFile[1]!)!) : send(404, "text/plain", "not found");
+      const download = /^\/media-download\/([^/?]+)/.exec(path);
+      const info = /^\/v[\d.]+\/([^/?]+)$/.exec(path);
+      const medium = media.get(decodeURIComponent((download ?? info)?.[1] ?? ""));
+      if (!medium) return send(404, "application/json", JSON.stringify({ error: { message: "(#100) Invalid parameter", type: "OAuthException", code: 100 } }));
+      if (req.headers.authorization !== "Bearer EAAG-test-access-token") return send(401, "application/json", JSON.stringify({ error: { message: "Invalid OAuth access token", code: 190 } }));
+      if (download) return send(200, medium.mimeType, medium.bytes);
+      if (medium.failFirst) {
+        medium.failFirst--;
+        return send(503, "application/json", JSON.stringify({ error: { message: "(#131016) Service unavailable", code: 131016 } }));
+      }
+      const id = info![1]!;
+      return send(200, "application/json", JSON.stringify({
+        messaging_product: "whatsapp",
+        url: `${base}/media-download/${id}?ext=1700000000&hash=ATsAbC`,
+        mime_type: medium.mimeType,
+        sha256: medium.sha256 ?? createHash("sha256").update(medium.bytes).digest("base64"),
+        file_size: medium.bytes.length,
+        id,
+      }));
+    }
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
@@ -42,9 +84,12 @@ export async function startFakeGraphApi(answer?: (req: GraphRequest, calls: numb
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: base,
     requests,
+    media,
+    cdn,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

@@ -122,8 +122,11 @@ export async function createTestService(options: { config?: Partial<Config>; clo
 /**
  * Polls `check` until it returns a value other than undefined, or fails
  * after `timeoutMs` (background results are awaited this way, never slept on).
+ * The default deadline is generous (20 s, under the 30 s test timeout): two
+ * suites share the cores and the database, and a deadline is not a speed
+ * assertion (speed is measured in test/bench).
  */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000, stepMs = 25): Promise<T> {
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 20_000, stepMs = 25): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

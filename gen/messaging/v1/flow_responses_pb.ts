@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file messaging/v1/flow_responses.proto.
  */
 export const file_messaging_v1_flow_responses: GenFile = /*@__PURE__*/
-  fileDesc("CiFtZXNzYWdpbmcvdjEvZmxvd19yZXNwb25zZXMucHJvdG8SDG1lc3NhZ2luZy52MSLcAgoMRmxvd1Jlc3BvbnNlEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRISCgptZXNzYWdlX2lkGAMgASgJEgwKBGZyb20YBCABKAkSEgoKZmxvd190b2tlbhgFIAEoCRIPCgdmbG93X2lkGAYgASgJEh4KEXNvdXJjZV9tZXNzYWdlX2lkGAcgASgJSACIAQESGAoLdGVtcGxhdGVfaWQYCCABKAlIAYgBARIpCghyZXNwb25zZRgJIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoFZmlsZXMYCiADKAsyHi5tZXNzYWdpbmcudjEuRmxvd1Jlc3BvbnNlRmlsZRIvCgtyZWNlaXZlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCFAoSX3NvdXJjZV9tZXNzYWdlX2lkQg4KDF90ZW1wbGF0ZV9pZCKcAQoQRmxvd1Jlc3BvbnNlRmlsZRINCgVmaWVsZBgBIAEoCRINCgVpbmRleBgCIAEoBRIRCglmaWxlX25hbWUYAyABKAkSEQoJbWltZV90eXBlGAQgASgJEhcKCnNpemVfYnl0ZXMYBSABKANIAIgBARISCgVlcnJvchgGIAEoCUgBiAEBQg0KC19zaXplX2J5dGVzQggKBl9lcnJvciLjAQoYTGlzdEZsb3dSZXNwb25zZXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEg8KB2Zsb3dfaWQYAyABKAkSEgoKZmxvd190b2tlbhgEIAEoCRISCgptZXNzYWdlX2lkGAUgASgJEjIKDnJlY2VpdmVkX2FmdGVyGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg9yZWNlaXZlZF9iZWZvcmUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpYBChlMaXN0Rmxvd1Jlc3BvbnNlc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIoCgRkYXRhGAIgAygLMhoubWVzc2FnaW5nLnYxLkZsb3dSZXNwb25zZRINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIiQKFkdldEZsb3dSZXNwb25zZVJlcXVlc3QSCgoCaWQYASABKAkiTAoXR2V0Rmxvd1Jlc3BvbnNlUmVzcG9uc2USMQoNZmxvd19yZXNwb25zZRgBIAEoCzIaLm1lc3NhZ2luZy52MS5GbG93UmVzcG9uc2UiNwoaR2V0Rmxvd1Jlc3BvbnNlRmlsZVJlcXVlc3QSCgoCaWQYASABKAkSDQoFaW5kZXgYAiABKAUy9wMKE0Zsb3dSZXNwb25zZVNlcnZpY2USlwEKEUxpc3RGbG93UmVzcG9uc2VzEiYubWVzc2FnaW5nLnYxLkxpc3RGbG93UmVzcG9uc2VzUmVxdWVzdBonLm1lc3NhZ2luZy52MS5MaXN0Rmxvd1Jlc3BvbnNlc1Jlc3BvbnNlIjGKtRgTZmxvd19yZXNwb25zZXM6cmVhZILT5JMCFBISL3YxL2Zsb3dfcmVzcG9uc2VzEqUBCg9HZXRGbG93UmVzcG9uc2USJC5tZXNzYWdpbmcudjEuR2V0Rmxvd1Jlc3BvbnNlUmVxdWVzdBolLm1lc3NhZ2luZy52MS5HZXRGbG93UmVzcG9uc2VSZXNwb25zZSJFirUYE2Zsb3dfcmVzcG9uc2VzOnJlYWSC0+STAihiDWZsb3dfcmVzcG9uc2USFy92MS9mbG93X3Jlc3BvbnNlcy97aWR9Ep0BChNHZXRGbG93UmVzcG9uc2VGaWxlEigubWVzc2FnaW5nLnYxLkdldEZsb3dSZXNwb25zZUZpbGVSZXF1ZXN0GhQuZ29vZ2xlLmFwaS5IdHRwQm9keSJEirUYE2Zsb3dfcmVzcG9uc2VzOnJlYWSC0+STAicSJS92MS9mbG93X3Jlc3BvbnNlcy97aWR9L2ZpbGVzL3tpbmRleH0wAWIGcHJvdG8z", [file_google_api_annotations, file_google_api_httpbody, file_google_protobuf_struct, file_google_protobuf_timestamp, file_messaging_v1_options]);
+  fileDesc("CiFtZXNzYWdpbmcvdjEvZmxvd19yZXNwb25zZXMucHJvdG8SDG1lc3NhZ2luZy52MSLtAgoMRmxvd1Jlc3BvbnNlEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRISCgptZXNzYWdlX2lkGAMgASgJEgwKBGZyb20YBCABKAkSEgoKZmxvd190b2tlbhgFIAEoCRIUCgdmbG93X2lkGAYgASgJSACIAQESHgoRc291cmNlX21lc3NhZ2VfaWQYByABKAlIAYgBARIYCgt0ZW1wbGF0ZV9pZBgIIAEoCUgCiAEBEikKCHJlc3BvbnNlGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCgVmaWxlcxgKIAMoCzIeLm1lc3NhZ2luZy52MS5GbG93UmVzcG9uc2VGaWxlEi8KC3JlY2VpdmVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIKCghfZmxvd19pZEIUChJfc291cmNlX21lc3NhZ2VfaWRCDgoMX3RlbXBsYXRlX2lkIrwBChBGbG93UmVzcG9uc2VGaWxlEg0KBWZpZWxkGAEgASgJEg0KBWluZGV4GAIgASgFEhEKCWZpbGVfbmFtZRgDIAEoCRIRCgltaW1lX3R5cGUYBCABKAkSFwoKc2l6ZV9ieXRlcxgFIAEoA0gAiAEBEhIKBWVycm9yGAYgASgJSAGIAQESEwoGc2hhMjU2GAcgASgJSAKIAQFCDQoLX3NpemVfYnl0ZXNCCAoGX2Vycm9yQgkKB19zaGEyNTYi4wEKGExpc3RGbG93UmVzcG9uc2VzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIPCgdmbG93X2lkGAMgASgJEhIKCmZsb3dfdG9rZW4YBCABKAkSEgoKbWVzc2FnZV9pZBgFIAEoCRIyCg5yZWNlaXZlZF9hZnRlchgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPcmVjZWl2ZWRfYmVmb3JlGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKWAQoZTGlzdEZsb3dSZXNwb25zZXNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSKAoEZGF0YRgCIAMoCzIaLm1lc3NhZ2luZy52MS5GbG93UmVzcG9uc2USDQoFdG90YWwYAyABKAUSHAoPbmV4dF9wYWdlX3Rva2VuGAQgASgJSACIAQFCEgoQX25leHRfcGFnZV90b2tlbiIkChZHZXRGbG93UmVzcG9uc2VSZXF1ZXN0EgoKAmlkGAEgASgJIkwKF0dldEZsb3dSZXNwb25zZVJlc3BvbnNlEjEKDWZsb3dfcmVzcG9uc2UYASABKAsyGi5tZXNzYWdpbmcudjEuRmxvd1Jlc3BvbnNlIjcKGkdldEZsb3dSZXNwb25zZUZpbGVSZXF1ZXN0EgoKAmlkGAEgASgJEg0KBWluZGV4GAIgASgFMvcDChNGbG93UmVzcG9uc2VTZXJ2aWNlEpcBChFMaXN0Rmxvd1Jlc3BvbnNlcxImLm1lc3NhZ2luZy52MS5MaXN0Rmxvd1Jlc3BvbnNlc1JlcXVlc3QaJy5tZXNzYWdpbmcudjEuTGlzdEZsb3dSZXNwb25zZXNSZXNwb25zZSIxirUYE2Zsb3dfcmVzcG9uc2VzOnJlYWSC0+STAhQSEi92MS9mbG93X3Jlc3BvbnNlcxKlAQoPR2V0Rmxvd1Jlc3BvbnNlEiQubWVzc2FnaW5nLnYxLkdldEZsb3dSZXNwb25zZVJlcXVlc3QaJS5tZXNzYWdpbmcudjEuR2V0Rmxvd1Jlc3BvbnNlUmVzcG9uc2UiRYq1GBNmbG93X3Jlc3BvbnNlczpyZWFkgtPkkwIoYg1mbG93X3Jlc3BvbnNlEhcvdjEvZmxvd19yZXNwb25zZXMve2lkfRKdAQoTR2V0Rmxvd1Jlc3BvbnNlRmlsZRIoLm1lc3NhZ2luZy52MS5HZXRGbG93UmVzcG9uc2VGaWxlUmVxdWVzdBoULmdvb2dsZS5hcGkuSHR0cEJvZHkiRIq1GBNmbG93X3Jlc3BvbnNlczpyZWFkgtPkkwInEiUvdjEvZmxvd19yZXNwb25zZXMve2lkfS9maWxlcy97aW5kZXh9MAFiBnByb3RvMw", [file_google_api_annotations, file_google_api_httpbody, file_google_protobuf_struct, file_google_protobuf_timestamp, file_messaging_v1_options]);
 
 /**
  * A form submission (spec §Flow response data).
@@ -60,22 +60,26 @@ export type FlowResponse = Message<"messaging.v1.FlowResponse"> & {
   flowToken: string;
 
   /**
-   * Identifier of the form definition. Numeric string.
+   * Identifier of the form definition (numeric string), from the message
+   * that carried the form; null when that message could not be traced.
    *
-   * @generated from field: string flow_id = 6;
+   * @generated from field: optional string flow_id = 6;
    */
-  flowId: string;
+  flowId?: string | undefined;
 
   /**
-   * Message that carried the form; null when it could not be traced.
+   * Message that carried the form (msg_<uuid>): the workspace's message to the
+   * submitter whose flow token the submission carries. Null when the token
+   * matches no such message.
    *
    * @generated from field: optional string source_message_id = 7;
    */
   sourceMessageId?: string | undefined;
 
   /**
-   * Template of the message that carried the form. Shape: tpl_<uuid>; null
-   * when it could not be traced.
+   * Template of the message that carried the form. Shape: tpl_<uuid>. When
+   * the token matches no message, taken from the message the network says
+   * was answered (WhatsApp: context.id); null when neither traces it.
    *
    * @generated from field: optional string template_id = 8;
    */
@@ -83,20 +87,23 @@ export type FlowResponse = Message<"messaging.v1.FlowResponse"> & {
 
   /**
    * Field key to submitted value; keys are whatever the form names its fields.
+   * The flow token and fields holding uploaded files are not repeated here:
+   * they are flow_token and files.
    *
    * @generated from field: google.protobuf.Struct response = 9;
    */
   response?: JsonObject | undefined;
 
   /**
-   * Uploaded files, listed without contents.
+   * Uploaded files, listed without contents, in the order of the submission;
+   * fetch one with GetFlowResponseFile and its index.
    *
    * @generated from field: repeated messaging.v1.FlowResponseFile files = 10;
    */
   files: FlowResponseFile[];
 
   /**
-   * Time of submission.
+   * Time of submission (as the network reports it).
    *
    * @generated from field: google.protobuf.Timestamp received_at = 11;
    */
@@ -117,14 +124,14 @@ export const FlowResponseSchema: GenMessage<FlowResponse> = /*@__PURE__*/
  */
 export type FlowResponseFile = Message<"messaging.v1.FlowResponseFile"> & {
   /**
-   * Form field name.
+   * Form field name (the form's PhotoPicker or DocumentPicker component).
    *
    * @generated from field: string field = 1;
    */
   field: string;
 
   /**
-   * Position in the files array; used in GET .../files/{index}.
+   * Position in the files array, from 0; used in GET .../files/{index}.
    *
    * @generated from field: int32 index = 2;
    */
@@ -138,26 +145,36 @@ export type FlowResponseFile = Message<"messaging.v1.FlowResponseFile"> & {
   fileName: string;
 
   /**
-   * Content type, for example "image/jpeg".
+   * Content type, for example "image/jpeg": as the submission states it, else
+   * guessed from the file name.
    *
    * @generated from field: string mime_type = 4;
    */
   mimeType: string;
 
   /**
-   * Size in bytes; null when the file could not be stored.
+   * Size of the stored file in bytes; null when the file could not be stored.
    *
    * @generated from field: optional int64 size_bytes = 5;
    */
   sizeBytes?: bigint | undefined;
 
   /**
-   * Why the file could not be stored (too large, type not allowed, unreadable);
-   * null when it was stored.
+   * Why the file could not be stored, as "<reason>: <explanation>" with
+   * reason file_too_large (over FLOW_FILE_MAX_BYTES), type_not_allowed (not in
+   * FLOW_FILE_ALLOWED_TYPES) or unreadable (the network could not deliver it,
+   * or it failed its integrity checks); null when it was stored.
    *
    * @generated from field: optional string error = 6;
    */
   error?: string | undefined;
+
+  /**
+   * SHA-256 of the stored bytes, lowercase hex; null when not stored.
+   *
+   * @generated from field: optional string sha256 = 7;
+   */
+  sha256?: string | undefined;
 };
 
 /**
@@ -188,7 +205,7 @@ export type ListFlowResponsesRequest = Message<"messaging.v1.ListFlowResponsesRe
   pageToken: string;
 
   /**
-   * Only responses to this form; empty for all.
+   * Only responses to this form (numeric string); empty for all.
    *
    * @generated from field: string flow_id = 3;
    */
@@ -202,21 +219,22 @@ export type ListFlowResponsesRequest = Message<"messaging.v1.ListFlowResponsesRe
   flowToken: string;
 
   /**
-   * Only the response of this message (msg_<uuid>); empty for all.
+   * Only responses whose own message (message_id) or whose form's message
+   * (source_message_id) is this one (msg_<uuid>); empty for all.
    *
    * @generated from field: string message_id = 5;
    */
   messageId: string;
 
   /**
-   * Only responses received at or after this time.
+   * Only responses received at or after this time; unset for no bound.
    *
    * @generated from field: google.protobuf.Timestamp received_after = 6;
    */
   receivedAfter?: Timestamp | undefined;
 
   /**
-   * Only responses received before this time.
+   * Only responses received before this time; unset for no bound.
    *
    * @generated from field: google.protobuf.Timestamp received_before = 7;
    */
@@ -328,7 +346,7 @@ export type GetFlowResponseFileRequest = Message<"messaging.v1.GetFlowResponseFi
   id: string;
 
   /**
-   * Index of the file within the response's files array.
+   * Index of the file within the response's files array, from 0.
    *
    * @generated from field: int32 index = 2;
    */
@@ -350,7 +368,9 @@ export const GetFlowResponseFileRequestSchema: GenMessage<GetFlowResponseFileReq
  */
 export const FlowResponseService: GenService<{
   /**
-   * Lists the workspace's flow responses, newest first.
+   * Lists the workspace's flow responses, newest first by received_at. A
+   * response is listed once its files are stored or have their error (when
+   * flow.completed fires).
    *
    * @generated from rpc messaging.v1.FlowResponseService.ListFlowResponses
    */
@@ -360,7 +380,7 @@ export const FlowResponseService: GenService<{
     output: typeof ListFlowResponsesResponseSchema;
   },
   /**
-   * Returns one flow response.
+   * Returns one flow response. Unknown id or another workspace's: not_found.
    *
    * @generated from rpc messaging.v1.FlowResponseService.GetFlowResponse
    */
@@ -374,6 +394,8 @@ export const FlowResponseService: GenService<{
    * bytes with the file's Content-Type, Content-Length and a
    * Content-Disposition carrying its file name; over gRPC and Connect a stream
    * of google.api.HttpBody chunks, the first carrying the content type.
+   * Unknown id, another workspace's id, an index outside the files array, or
+   * a file that could not be stored (see FlowResponseFile.error): not_found.
    * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
    *
    * @generated from rpc messaging.v1.FlowResponseService.GetFlowResponseFile

@@ -156,6 +156,7 @@ async function renderOverview(body) {
 
 async function renderKeys(body) {
   const keys = (await api("GET", `${ws()}/api_keys?page_size=100`)).data;
+  const canEdit = canChange();
   const secretBox = el("div");
   const rows = keys.map((k) =>
     el(
@@ -168,7 +169,7 @@ async function renderKeys(body) {
       el("td", {}, when(k.expires_at)),
       el("td", {}, when(k.last_used_at)),
       el("td", {}, el("span", { class: `badge ${k.status === "active" ? "ok" : "bad"}` }, k.status)),
-      el("td", {}, k.status === "active" ? el("button", { class: "danger", onclick: async () => { await api("POST", `/console/v1/api_keys/${k.id}:revoke`, {}); route(); } }, "Revoke") : null),
+      el("td", {}, canEdit && k.status === "active" ? el("button", { class: "danger", onclick: async () => { await api("POST", `/console/v1/api_keys/${k.id}:revoke`, {}); route(); } }, "Revoke") : null),
     ),
   );
   const name = el("input", { type: "text", id: "key-name", required: true });
@@ -210,7 +211,7 @@ async function renderKeys(body) {
     secretBox,
     el("section", { class: "card" }, el("h2", {}, "API keys"), keys.length === 0 ? el("p", { class: "muted" }, "No keys yet.") :
       el("table", {}, el("thead", {}, el("tr", {}, ["Name", "Scopes", "Budget", "Allowed from", "Expires", "Last used", "Status", ""].map((h) => el("th", {}, h)))), el("tbody", {}, rows))),
-    el("section", { class: "card" }, el("h2", {}, "Create a key"), form, status),
+    canEdit ? el("section", { class: "card" }, el("h2", {}, "Create a key"), form, status) : null,
   );
 }
 

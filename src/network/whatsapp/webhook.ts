@@ -12,7 +12,8 @@ const MAX_BODY_BYTES = 3 * 1024 * 1024;
 
 /* Shapes of the Cloud API's messages webhook (the parts read here), from
  * https://developers.facebook.com/documentation/business-messaging/whatsapp/webhooks/reference/messages/status/
- * and .../reference/messages/text/ */
+ * and .../reference/messages/text/; flow responses (interactive nfm_reply) from
+ * https://developers.facebook.com/docs/whatsapp/flows/guides/receiveflowresponse */
 interface WaStatus {
   id?: string;
   status?: string;
@@ -29,6 +30,7 @@ interface WaMessage {
   context?: { id?: string };
   text?: { body?: string };
   button?: { text?: string; payload?: string };
+  interactive?: { type?: string; nfm_reply?: { name?: string; body?: string; response_json?: unknown } };
   [kind: string]: unknown;
 }
 interface WaValue {
@@ -38,13 +40,21 @@ interface WaValue {
 }
 
 /**
- * Parsers of inbound message kinds by WhatsApp `type`. A new kind (for
- * example "interactive" flow replies) is one more entry; unknown kinds are
- * kept as "unsupported" rather than dropped.
+ * Parsers of inbound message kinds by WhatsApp `type`. A new kind is one
+ * more entry; unknown kinds are kept as "unsupported" rather than dropped.
+ * "interactive" with type "nfm_reply" is a submitted form (flow response);
+ * its response_json is JSON text (an object is accepted too); other
+ * interactive replies are unsupported ("interactive.button_reply" …).
  */
 export const inboundParsers: Record<string, (message: WaMessage) => InboundContent> = {
   text: (m) => ({ type: "text", text: m.text?.body ?? "" }),
   button: (m) => ({ type: "button", text: m.button?.text ?? "", payload: m.button?.payload ?? "" }),
+  interactive: (m) => {
+    const reply = m.interactive?.nfm_reply;
+    if (m.interactive?.type !== "nfm_reply" || !reply) return { type: "unsupported", networkType: `interactive.${m.interactive?.type ?? "unknown"}` };
+    const json = reply.response_json;
+    return { type: "flow_response", responseJson: typeof json === "string" ? json : JSON.stringify(json ?? {}), body: reply.body ?? "" };
+  },
 };
 
 const STATUSES: readonly string[] = ["sent", "delivered", "read", "failed"] satisfies ReportedStatus[];

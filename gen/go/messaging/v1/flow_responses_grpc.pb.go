@@ -32,14 +32,18 @@ const (
 // FlowResponseService reads form submissions (flow responses) and the files
 // uploaded in them.
 type FlowResponseServiceClient interface {
-	// Lists the workspace's flow responses, newest first.
+	// Lists the workspace's flow responses, newest first by received_at. A
+	// response is listed once its files are stored or have their error (when
+	// flow.completed fires).
 	ListFlowResponses(ctx context.Context, in *ListFlowResponsesRequest, opts ...grpc.CallOption) (*ListFlowResponsesResponse, error)
-	// Returns one flow response.
+	// Returns one flow response. Unknown id or another workspace's: not_found.
 	GetFlowResponse(ctx context.Context, in *GetFlowResponseRequest, opts ...grpc.CallOption) (*GetFlowResponseResponse, error)
 	// Returns the contents of an uploaded file, streamed: over REST the raw
 	// bytes with the file's Content-Type, Content-Length and a
 	// Content-Disposition carrying its file name; over gRPC and Connect a stream
 	// of google.api.HttpBody chunks, the first carrying the content type.
+	// Unknown id, another workspace's id, an index outside the files array, or
+	// a file that could not be stored (see FlowResponseFile.error): not_found.
 	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
 	GetFlowResponseFile(ctx context.Context, in *GetFlowResponseFileRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[httpbody.HttpBody], error)
 }
@@ -98,14 +102,18 @@ type FlowResponseService_GetFlowResponseFileClient = grpc.ServerStreamingClient[
 // FlowResponseService reads form submissions (flow responses) and the files
 // uploaded in them.
 type FlowResponseServiceServer interface {
-	// Lists the workspace's flow responses, newest first.
+	// Lists the workspace's flow responses, newest first by received_at. A
+	// response is listed once its files are stored or have their error (when
+	// flow.completed fires).
 	ListFlowResponses(context.Context, *ListFlowResponsesRequest) (*ListFlowResponsesResponse, error)
-	// Returns one flow response.
+	// Returns one flow response. Unknown id or another workspace's: not_found.
 	GetFlowResponse(context.Context, *GetFlowResponseRequest) (*GetFlowResponseResponse, error)
 	// Returns the contents of an uploaded file, streamed: over REST the raw
 	// bytes with the file's Content-Type, Content-Length and a
 	// Content-Disposition carrying its file name; over gRPC and Connect a stream
 	// of google.api.HttpBody chunks, the first carrying the content type.
+	// Unknown id, another workspace's id, an index outside the files array, or
+	// a file that could not be stored (see FlowResponseFile.error): not_found.
 	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
 	GetFlowResponseFile(*GetFlowResponseFileRequest, grpc.ServerStreamingServer[httpbody.HttpBody]) error
 	mustEmbedUnimplementedFlowResponseServiceServer()

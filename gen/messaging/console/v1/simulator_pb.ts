@@ -5,13 +5,14 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
-import type { Message } from "@bufbuild/protobuf";
+import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file messaging/console/v1/simulator.proto.
  */
 export const file_messaging_console_v1_simulator: GenFile = /*@__PURE__*/
-  fileDesc("CiRtZXNzYWdpbmcvY29uc29sZS92MS9zaW11bGF0b3IucHJvdG8SFG1lc3NhZ2luZy5jb25zb2xlLnYxIjgKFFNpbXVsYXRlUmVwbHlSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkSDAoEdGV4dBgCIAEoCSJCChVTaW11bGF0ZVJlcGx5UmVzcG9uc2USEgoKbWVzc2FnZV9pZBgBIAEoCRIVCg13YV9tZXNzYWdlX2lkGAIgASgJMrkBChBTaW11bGF0b3JTZXJ2aWNlEqQBCg1TaW11bGF0ZVJlcGx5EioubWVzc2FnaW5nLmNvbnNvbGUudjEuU2ltdWxhdGVSZXBseVJlcXVlc3QaKy5tZXNzYWdpbmcuY29uc29sZS52MS5TaW11bGF0ZVJlcGx5UmVzcG9uc2UiOoLT5JMCNDoBKiIvL2NvbnNvbGUvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9OnNpbXVsYXRlUmVwbHliBnByb3RvMw", [file_google_api_annotations]);
+  fileDesc("CiRtZXNzYWdpbmcvY29uc29sZS92MS9zaW11bGF0b3IucHJvdG8SFG1lc3NhZ2luZy5jb25zb2xlLnYxIjgKFFNpbXVsYXRlUmVwbHlSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkSDAoEdGV4dBgCIAEoCSJCChVTaW11bGF0ZVJlcGx5UmVzcG9uc2USEgoKbWVzc2FnZV9pZBgBIAEoCRIVCg13YV9tZXNzYWdlX2lkGAIgASgJImUKG1VwbG9hZFNpbXVsYXRvck1lZGlhUmVxdWVzdBISCgptZXNzYWdlX2lkGAEgASgJEhEKCWZpbGVfbmFtZRgCIAEoCRIRCgltaW1lX3R5cGUYAyABKAkSDAoEZGF0YRgEIAEoDCJnChxVcGxvYWRTaW11bGF0b3JNZWRpYVJlc3BvbnNlEhAKCG1lZGlhX2lkGAEgASgJEhIKCnNpemVfYnl0ZXMYAiABKAMSDgoGc2hhMjU2GAMgASgJEhEKCW1pbWVfdHlwZRgEIAEoCSKoAQobU2ltdWxhdGVGbG93UmVzcG9uc2VSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkSKQoIcmVzcG9uc2UYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjYKBWZpbGVzGAMgAygLMicubWVzc2FnaW5nLmNvbnNvbGUudjEuU2ltdWxhdGVkRmxvd0ZpbGUSEgoKZmxvd190b2tlbhgEIAEoCSI0ChFTaW11bGF0ZWRGbG93RmlsZRINCgVmaWVsZBgBIAEoCRIQCghtZWRpYV9pZBgCIAEoCSJjChxTaW11bGF0ZUZsb3dSZXNwb25zZVJlc3BvbnNlEhIKCm1lc3NhZ2VfaWQYASABKAkSFQoNd2FfbWVzc2FnZV9pZBgCIAEoCRIYChBmbG93X3Jlc3BvbnNlX2lkGAMgASgJMv0DChBTaW11bGF0b3JTZXJ2aWNlEqQBCg1TaW11bGF0ZVJlcGx5EioubWVzc2FnaW5nLmNvbnNvbGUudjEuU2ltdWxhdGVSZXBseVJlcXVlc3QaKy5tZXNzYWdpbmcuY29uc29sZS52MS5TaW11bGF0ZVJlcGx5UmVzcG9uc2UiOoLT5JMCNDoBKiIvL2NvbnNvbGUvdjEvbWVzc2FnZXMve21lc3NhZ2VfaWR9OnNpbXVsYXRlUmVwbHkSfwoUVXBsb2FkU2ltdWxhdG9yTWVkaWESMS5tZXNzYWdpbmcuY29uc29sZS52MS5VcGxvYWRTaW11bGF0b3JNZWRpYVJlcXVlc3QaMi5tZXNzYWdpbmcuY29uc29sZS52MS5VcGxvYWRTaW11bGF0b3JNZWRpYVJlc3BvbnNlKAESwAEKFFNpbXVsYXRlRmxvd1Jlc3BvbnNlEjEubWVzc2FnaW5nLmNvbnNvbGUudjEuU2ltdWxhdGVGbG93UmVzcG9uc2VSZXF1ZXN0GjIubWVzc2FnaW5nLmNvbnNvbGUudjEuU2ltdWxhdGVGbG93UmVzcG9uc2VSZXNwb25zZSJBgtPkkwI7OgEqIjYvY29uc29sZS92MS9tZXNzYWdlcy97bWVzc2FnZV9pZH06c2ltdWxhdGVGbG93UmVzcG9uc2ViBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct]);
 
 /**
  * Request of SimulateReply.
@@ -70,8 +71,210 @@ export const SimulateReplyResponseSchema: GenMessage<SimulateReplyResponse> = /*
   messageDesc(file_messaging_console_v1_simulator, 1);
 
 /**
+ * One part of an UploadSimulatorMedia stream.
+ *
+ * @generated from message messaging.console.v1.UploadSimulatorMediaRequest
+ */
+export type UploadSimulatorMediaRequest = Message<"messaging.console.v1.UploadSimulatorMediaRequest"> & {
+  /**
+   * The message whose form the file is for (msg_<uuid>); first request only.
+   *
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+
+  /**
+   * File name as the phone would report it, for example "IMG_5237.jpg":
+   * 1 to 255 characters without "/", "\\" or control characters; first
+   * request only.
+   *
+   * @generated from field: string file_name = 2;
+   */
+  fileName: string;
+
+  /**
+   * Content type, for example "image/jpeg"; first request only. Empty: guessed
+   * from the file name (application/octet-stream when unknown).
+   *
+   * @generated from field: string mime_type = 3;
+   */
+  mimeType: string;
+
+  /**
+   * The next bytes of the file (any size per request; 64 KiB suits).
+   *
+   * @generated from field: bytes data = 4;
+   */
+  data: Uint8Array;
+};
+
+/**
+ * Describes the message messaging.console.v1.UploadSimulatorMediaRequest.
+ * Use `create(UploadSimulatorMediaRequestSchema)` to create a new message.
+ */
+export const UploadSimulatorMediaRequestSchema: GenMessage<UploadSimulatorMediaRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_simulator, 2);
+
+/**
+ * Response of UploadSimulatorMedia.
+ *
+ * @generated from message messaging.console.v1.UploadSimulatorMediaResponse
+ */
+export type UploadSimulatorMediaResponse = Message<"messaging.console.v1.UploadSimulatorMediaResponse"> & {
+  /**
+   * Identifier of the stored medium on the simulated network; give it to
+   * SimulateFlowResponse.
+   *
+   * @generated from field: string media_id = 1;
+   */
+  mediaId: string;
+
+  /**
+   * Size of the file in bytes.
+   *
+   * @generated from field: int64 size_bytes = 2;
+   */
+  sizeBytes: bigint;
+
+  /**
+   * SHA-256 of the file, lowercase hex.
+   *
+   * @generated from field: string sha256 = 3;
+   */
+  sha256: string;
+
+  /**
+   * Content type recorded for the file.
+   *
+   * @generated from field: string mime_type = 4;
+   */
+  mimeType: string;
+};
+
+/**
+ * Describes the message messaging.console.v1.UploadSimulatorMediaResponse.
+ * Use `create(UploadSimulatorMediaResponseSchema)` to create a new message.
+ */
+export const UploadSimulatorMediaResponseSchema: GenMessage<UploadSimulatorMediaResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_simulator, 3);
+
+/**
+ * Request of SimulateFlowResponse.
+ *
+ * @generated from message messaging.console.v1.SimulateFlowResponseRequest
+ */
+export type SimulateFlowResponseRequest = Message<"messaging.console.v1.SimulateFlowResponseRequest"> & {
+  /**
+   * The message that carried the form (msg_<uuid>); it must have been
+   * accepted by the network and its template must carry a flow.
+   *
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+
+  /**
+   * The submitted fields: field key to value, as the form names them. Must
+   * not contain "flow_token" or a key that is also a file's field.
+   *
+   * @generated from field: google.protobuf.Struct response = 2;
+   */
+  response?: JsonObject | undefined;
+
+  /**
+   * Uploaded files, at most 10 (WhatsApp's limit per submission), in order;
+   * several may share a field.
+   *
+   * @generated from field: repeated messaging.console.v1.SimulatedFlowFile files = 3;
+   */
+  files: SimulatedFlowFile[];
+
+  /**
+   * Flow token the submission carries; empty for the token of the message.
+   * Printable ASCII, at most 200 characters. Another token lets you try a
+   * submission whose token matches no message.
+   *
+   * @generated from field: string flow_token = 4;
+   */
+  flowToken: string;
+};
+
+/**
+ * Describes the message messaging.console.v1.SimulateFlowResponseRequest.
+ * Use `create(SimulateFlowResponseRequestSchema)` to create a new message.
+ */
+export const SimulateFlowResponseRequestSchema: GenMessage<SimulateFlowResponseRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_simulator, 4);
+
+/**
+ * A file of a simulated submission.
+ *
+ * @generated from message messaging.console.v1.SimulatedFlowFile
+ */
+export type SimulatedFlowFile = Message<"messaging.console.v1.SimulatedFlowFile"> & {
+  /**
+   * The form field (PhotoPicker or DocumentPicker name): 1 to 80 letters,
+   * digits or "_".
+   *
+   * @generated from field: string field = 1;
+   */
+  field: string;
+
+  /**
+   * Media id from UploadSimulatorMedia for the same message.
+   *
+   * @generated from field: string media_id = 2;
+   */
+  mediaId: string;
+};
+
+/**
+ * Describes the message messaging.console.v1.SimulatedFlowFile.
+ * Use `create(SimulatedFlowFileSchema)` to create a new message.
+ */
+export const SimulatedFlowFileSchema: GenMessage<SimulatedFlowFile> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_simulator, 5);
+
+/**
+ * Response of SimulateFlowResponse.
+ *
+ * @generated from message messaging.console.v1.SimulateFlowResponseResponse
+ */
+export type SimulateFlowResponseResponse = Message<"messaging.console.v1.SimulateFlowResponseResponse"> & {
+  /**
+   * Identifier of the inbound message recorded for the submission. Shape:
+   * msg_<uuid>.
+   *
+   * @generated from field: string message_id = 1;
+   */
+  messageId: string;
+
+  /**
+   * Identifier the simulated network gave the submission.
+   *
+   * @generated from field: string wa_message_id = 2;
+   */
+  waMessageId: string;
+
+  /**
+   * The flow response recorded (frs_<uuid>); flow.completed fires once its
+   * files are fetched.
+   *
+   * @generated from field: string flow_response_id = 3;
+   */
+  flowResponseId: string;
+};
+
+/**
+ * Describes the message messaging.console.v1.SimulateFlowResponseResponse.
+ * Use `create(SimulateFlowResponseResponseSchema)` to create a new message.
+ */
+export const SimulateFlowResponseResponseSchema: GenMessage<SimulateFlowResponseResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_simulator, 6);
+
+/**
  * SimulatorService injects what a recipient would do on the simulated
- * messaging network (NETWORK=simulator): replies for now. Console only.
+ * messaging network (NETWORK=simulator): replies and form submissions with
+ * uploaded files. Console only.
  *
  * @generated from service messaging.console.v1.SimulatorService
  */
@@ -89,6 +292,40 @@ export const SimulatorService: GenService<{
     methodKind: "unary";
     input: typeof SimulateReplyRequestSchema;
     output: typeof SimulateReplyResponseSchema;
+  },
+  /**
+   * Stores a file on the simulated network, as a phone uploads a photo or a
+   * document in a form, for a later SimulateFlowResponse of the same message;
+   * answers its media id. A client stream (gRPC, or Connect over HTTP/1.1 or
+   * HTTP/2; there is no REST binding): the first request names the message,
+   * file name and type, every request may carry bytes. At most 100 MiB
+   * (WhatsApp's limit for the files of one submission); simulated media are
+   * deleted after 24 hours, as a network's media expire.
+   *
+   * @generated from rpc messaging.console.v1.SimulatorService.UploadSimulatorMedia
+   */
+  uploadSimulatorMedia: {
+    methodKind: "client_streaming";
+    input: typeof UploadSimulatorMediaRequestSchema;
+    output: typeof UploadSimulatorMediaResponseSchema;
+  },
+  /**
+   * Makes the recipient of a message that carried a form submit it, as
+   * WhatsApp reports a flow response (an interactive nfm_reply whose
+   * response_json holds the fields, the flow token and the uploaded media).
+   * The submission goes through the same inbound path as the network's
+   * reports: it becomes an inbound message, its files are fetched from the
+   * simulated network into the service, and flow.completed fires. Refused
+   * with invalid_argument when the network is not the simulator, the message
+   * was not accepted by the network or carried no form, or a media id is
+   * unknown.
+   *
+   * @generated from rpc messaging.console.v1.SimulatorService.SimulateFlowResponse
+   */
+  simulateFlowResponse: {
+    methodKind: "unary";
+    input: typeof SimulateFlowResponseRequestSchema;
+    output: typeof SimulateFlowResponseResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_messaging_console_v1_simulator, 0);

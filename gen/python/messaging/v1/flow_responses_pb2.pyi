@@ -39,20 +39,22 @@ class FlowResponse(_message.Message):
     def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., message_id: _Optional[str] = ..., flow_token: _Optional[str] = ..., flow_id: _Optional[str] = ..., source_message_id: _Optional[str] = ..., template_id: _Optional[str] = ..., response: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., files: _Optional[_Iterable[_Union[FlowResponseFile, _Mapping]]] = ..., received_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., **kwargs) -> None: ...
 
 class FlowResponseFile(_message.Message):
-    __slots__ = ("field", "index", "file_name", "mime_type", "size_bytes", "error")
+    __slots__ = ("field", "index", "file_name", "mime_type", "size_bytes", "error", "sha256")
     FIELD_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     FILE_NAME_FIELD_NUMBER: _ClassVar[int]
     MIME_TYPE_FIELD_NUMBER: _ClassVar[int]
     SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
     field: str
     index: int
     file_name: str
     mime_type: str
     size_bytes: int
     error: str
-    def __init__(self, field: _Optional[str] = ..., index: _Optional[int] = ..., file_name: _Optional[str] = ..., mime_type: _Optional[str] = ..., size_bytes: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+    sha256: str
+    def __init__(self, field: _Optional[str] = ..., index: _Optional[int] = ..., file_name: _Optional[str] = ..., mime_type: _Optional[str] = ..., size_bytes: _Optional[int] = ..., error: _Optional[str] = ..., sha256: _Optional[str] = ...) -> None: ...
 
 class ListFlowResponsesRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "flow_id", "flow_token", "message_id", "received_after", "received_before")

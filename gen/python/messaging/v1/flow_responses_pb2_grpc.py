@@ -60,14 +60,16 @@ class FlowResponseServiceServicer:
     """
 
     def ListFlowResponses(self, request, context):
-        """Lists the workspace's flow responses, newest first.
+        """Lists the workspace's flow responses, newest first by received_at. A
+        response is listed once its files are stored or have their error (when
+        flow.completed fires).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetFlowResponse(self, request, context):
-        """Returns one flow response.
+        """Returns one flow response. Unknown id or another workspace's: not_found.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -78,6 +80,8 @@ class FlowResponseServiceServicer:
         bytes with the file's Content-Type, Content-Length and a
         Content-Disposition carrying its file name; over gRPC and Connect a stream
         of google.api.HttpBody chunks, the first carrying the content type.
+        Unknown id, another workspace's id, an index outside the files array, or
+        a file that could not be stored (see FlowResponseFile.error): not_found.
         buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -14,13 +14,17 @@ class FlowResponseFile:
     """A file uploaded in a form submission.
 
     Attributes:
-        field (str): Form field name.
-        index (int): Position in the files array; used in GET .../files/{index}.
+        field (str): Form field name (the form's PhotoPicker or DocumentPicker component).
+        index (int): Position in the files array, from 0; used in GET .../files/{index}.
         file_name (str): File name as uploaded.
-        mime_type (str): Content type, for example "image/jpeg".
-        size_bytes (int | None): Size in bytes; null when the file could not be stored.
-        error (None | str): Why the file could not be stored (too large, type not allowed, unreadable);
-            null when it was stored.
+        mime_type (str): Content type, for example "image/jpeg": as the submission states it, else
+            guessed from the file name.
+        size_bytes (int | None): Size of the stored file in bytes; null when the file could not be stored.
+        error (None | str): Why the file could not be stored, as "<reason>: <explanation>" with
+            reason file_too_large (over FLOW_FILE_MAX_BYTES), type_not_allowed (not in
+            FLOW_FILE_ALLOWED_TYPES) or unreadable (the network could not deliver it,
+            or it failed its integrity checks); null when it was stored.
+        sha256 (None | str): SHA-256 of the stored bytes, lowercase hex; null when not stored.
     """
 
     field: str
@@ -29,6 +33,7 @@ class FlowResponseFile:
     mime_type: str
     size_bytes: int | None
     error: None | str
+    sha256: None | str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -46,6 +51,9 @@ class FlowResponseFile:
         error: None | str
         error = self.error
 
+        sha256: None | str
+        sha256 = self.sha256
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -56,6 +64,7 @@ class FlowResponseFile:
                 "mime_type": mime_type,
                 "size_bytes": size_bytes,
                 "error": error,
+                "sha256": sha256,
             }
         )
 
@@ -86,6 +95,13 @@ class FlowResponseFile:
 
         error = _parse_error(d.pop("error"))
 
+        def _parse_sha256(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        sha256 = _parse_sha256(d.pop("sha256"))
+
         flow_response_file = cls(
             field=field,
             index=index,
@@ -93,6 +109,7 @@ class FlowResponseFile:
             mime_type=mime_type,
             size_bytes=size_bytes,
             error=error,
+            sha256=sha256,
         )
 
         flow_response_file.additional_properties = d

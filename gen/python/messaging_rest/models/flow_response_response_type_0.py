@@ -11,7 +11,11 @@ T = TypeVar("T", bound="FlowResponseResponseType0")
 
 @_attrs_define
 class FlowResponseResponseType0:
-    """Field key to submitted value; keys are whatever the form names its fields."""
+    """Field key to submitted value; keys are whatever the form names its fields.
+    The flow token and fields holding uploaded files are not repeated here:
+    they are flow_token and files.
+
+    """
 
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 

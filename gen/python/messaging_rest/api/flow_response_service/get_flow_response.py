@@ -90,7 +90,7 @@ def sync_detailed(
 ) -> Response[Error | FlowResponse]:
     """Returns one flow response.
 
-     Returns one flow response.
+     Returns one flow response. Unknown id or another workspace's: not_found.
 
     Scope: `flow_responses:read`.
 
@@ -123,7 +123,7 @@ def sync(
 ) -> Error | FlowResponse | None:
     """Returns one flow response.
 
-     Returns one flow response.
+     Returns one flow response. Unknown id or another workspace's: not_found.
 
     Scope: `flow_responses:read`.
 
@@ -151,7 +151,7 @@ async def asyncio_detailed(
 ) -> Response[Error | FlowResponse]:
     """Returns one flow response.
 
-     Returns one flow response.
+     Returns one flow response. Unknown id or another workspace's: not_found.
 
     Scope: `flow_responses:read`.
 
@@ -182,7 +182,7 @@ async def asyncio(
 ) -> Error | FlowResponse | None:
     """Returns one flow response.
 
-     Returns one flow response.
+     Returns one flow response. Unknown id or another workspace's: not_found.
 
     Scope: `flow_responses:read`.
 

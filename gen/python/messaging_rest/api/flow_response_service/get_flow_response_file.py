@@ -97,6 +97,8 @@ def sync_detailed(
     bytes with the file's Content-Type, Content-Length and a
     Content-Disposition carrying its file name; over gRPC and Connect a stream
     of google.api.HttpBody chunks, the first carrying the content type.
+    Unknown id, another workspace's id, an index outside the files array, or
+    a file that could not be stored (see FlowResponseFile.error): not_found.
 
     Scope: `flow_responses:read`.
 
@@ -138,6 +140,8 @@ def sync(
     bytes with the file's Content-Type, Content-Length and a
     Content-Disposition carrying its file name; over gRPC and Connect a stream
     of google.api.HttpBody chunks, the first carrying the content type.
+    Unknown id, another workspace's id, an index outside the files array, or
+    a file that could not be stored (see FlowResponseFile.error): not_found.
 
     Scope: `flow_responses:read`.
 
@@ -174,6 +178,8 @@ async def asyncio_detailed(
     bytes with the file's Content-Type, Content-Length and a
     Content-Disposition carrying its file name; over gRPC and Connect a stream
     of google.api.HttpBody chunks, the first carrying the content type.
+    Unknown id, another workspace's id, an index outside the files array, or
+    a file that could not be stored (see FlowResponseFile.error): not_found.
 
     Scope: `flow_responses:read`.
 
@@ -213,6 +219,8 @@ async def asyncio(
     bytes with the file's Content-Type, Content-Length and a
     Content-Disposition carrying its file name; over gRPC and Connect a stream
     of google.api.HttpBody chunks, the first carrying the content type.
+    Unknown id, another workspace's id, an index outside the files array, or
+    a file that could not be stored (see FlowResponseFile.error): not_found.
 
     Scope: `flow_responses:read`.
 

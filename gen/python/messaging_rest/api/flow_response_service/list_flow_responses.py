@@ -119,9 +119,11 @@ def sync_detailed(
     received_after: datetime.datetime | Unset = UNSET,
     received_before: datetime.datetime | Unset = UNSET,
 ) -> Response[Error | ListFlowResponsesResponse]:
-    """Lists the workspace's flow responses, newest first.
+    """Lists the workspace's flow responses, newest first by received_at.
 
-     Lists the workspace's flow responses, newest first.
+     Lists the workspace's flow responses, newest first by received_at. A
+    response is listed once its files are stored or have their error (when
+    flow.completed fires).
 
     Scope: `flow_responses:read`.
 
@@ -172,9 +174,11 @@ def sync(
     received_after: datetime.datetime | Unset = UNSET,
     received_before: datetime.datetime | Unset = UNSET,
 ) -> Error | ListFlowResponsesResponse | None:
-    """Lists the workspace's flow responses, newest first.
+    """Lists the workspace's flow responses, newest first by received_at.
 
-     Lists the workspace's flow responses, newest first.
+     Lists the workspace's flow responses, newest first by received_at. A
+    response is listed once its files are stored or have their error (when
+    flow.completed fires).
 
     Scope: `flow_responses:read`.
 
@@ -220,9 +224,11 @@ async def asyncio_detailed(
     received_after: datetime.datetime | Unset = UNSET,
     received_before: datetime.datetime | Unset = UNSET,
 ) -> Response[Error | ListFlowResponsesResponse]:
-    """Lists the workspace's flow responses, newest first.
+    """Lists the workspace's flow responses, newest first by received_at.
 
-     Lists the workspace's flow responses, newest first.
+     Lists the workspace's flow responses, newest first by received_at. A
+    response is listed once its files are stored or have their error (when
+    flow.completed fires).
 
     Scope: `flow_responses:read`.
 
@@ -271,9 +277,11 @@ async def asyncio(
     received_after: datetime.datetime | Unset = UNSET,
     received_before: datetime.datetime | Unset = UNSET,
 ) -> Error | ListFlowResponsesResponse | None:
-    """Lists the workspace's flow responses, newest first.
+    """Lists the workspace's flow responses, newest first by received_at.
 
-     Lists the workspace's flow responses, newest first.
+     Lists the workspace's flow responses, newest first by received_at. A
+    response is listed once its files are stored or have their error (when
+    flow.completed fires).
 
     Scope: `flow_responses:read`.
 

@@ -1,0 +1,107 @@
+import type { Collection } from "mongodb";
+import type { MessageRecord } from "../messages/message-store.js";
+import type { Clock } from "../shared/clock.js";
+import { isDuplicateKeyError } from "../shared/errors.js";
+import { newId } from "../shared/ids.js";
+import type { FileFetcher } from "./file-fetch.js";
+import type { FlowResponseRecord } from "./flow-response-store.js";
+import { parseSubmission } from "./submission.js";
+
+/** How the message that carried a form is found for a submission. */
+export interface Trace {
+  /** The workspace's message to the submitter whose flow token the submission carries, or null. */
+  source: MessageRecord | null;
+  /** The message whose form was submitted: `source`, else the message replied to when it carried a form. */
+  form: MessageRecord | null;
+}
+
+/**
+ * Traces a submission back to the message that carried its form
+ * (deliverable "flow tokens"): `source` is an outbound message of the
+ * workspace to the submitter with the submission's flow token; when several
+ * carry the token (a caller may reuse one), the message the network says was
+ * answered (WhatsApp: context.id), else the newest. `form` is `source`, else
+ * the answered message when it carried a form (so template and flow are
+ * known even when a flow endpoint replaced the token).
+ */
+export async function traceSubmission(messages: Collection<MessageRecord>, inbound: MessageRecord, flowToken: string): Promise<Trace> {
+  const candidates =
+    flowToken === ""
+      ? []
+      : await messages
+          .find({ workspace_id: inbound.workspace_id, direction: "outbound", flow_token: flowToken, to: inbound.from })
+          .sort({ created_at: -1 })
+          .limit(50)
+          .toArray();
+  const source = candidates.find((m) => m._id === inbound.reply_to_message_id) ?? candidates[0] ?? null;
+  if (source) return { source, form: source };
+  const answered = inbound.reply_to_message_id
+    ? await messages.findOne({ _id: inbound.reply_to_message_id, workspace_id: inbound.workspace_id, direction: "outbound" })
+    : null;
+  return { source: null, form: answered?.send?.flow ? answered : null };
+}
+
+/**
+ * The flows capability's part of the inbound path (registered with
+ * inbound.onInbound("flow_response")): records the submission of an inbound
+ * flow_response message as a flow response (frs_<uuid>) with its files
+ * pending, traced to its form's message, and schedules the fetch of its files
+ * (which fires flow.completed, also for a submission without files).
+ * Idempotent: a response already recorded for the message is only scheduled
+ * again.
+ */
+export function createFlowIntake(deps: {
+  responses: Collection<FlowResponseRecord>;
+  messages: Collection<MessageRecord>;
+  fetcher: FileFetcher;
+  clock: Clock;
+}): (message: MessageRecord) => Promise<void> {
+  const { responses, messages, fetcher, clock } = deps;
+  return async (message) => {
+    const existing = await responses.findOne({ message_id: message._id });
+    if (existing) {
+      if (existing.fetch.state === "pending") await fetcher.enqueue(existing._id, existing.fetch.next_attempt_at);
+      return;
+    }
+    if (message.content?.type !== "flow_response") return;
+    const submission = parseSubmission(message.content.responseJson);
+    const { source, form } = await traceSubmission(messages, message, submission.flowToken);
+    const now = clock.now();
+    const record: FlowResponseRecord = {
+      _id: newId("frs"),
+      workspace_id: message.workspace_id,
+      message_id: message._id,
+      from: message.from,
+      flow_token: submission.flowToken,
+      flow_id: form?.send?.flow?.flow_id ?? null,
+      source_message_id: source?._id ?? null,
+      template_id: form?.template_id ?? null,
+      response_json: JSON.stringify(submission.response),
+      files: submission.files.map((f, index) => ({
+        field: f.field,
+        index,
+        file_name: f.fileName,
+        mime_type: f.mimeType,
+        state: "pending",
+        media: f.media,
+        stated_sha256: f.sha256,
+        gridfs_id: null,
+        size_bytes: null,
+        sha256: null,
+        error: null,
+      })),
+      received_at: message.created_at,
+      created_at: now,
+      fetch: { state: "pending", attempts: 0, next_attempt_at: now, claimed_at: null, last_error: null },
+      ready_at: null,
+      published_at: null,
+    };
+    try {
+      await responses.insertOne(record);
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err;
+      return; // recorded by a concurrent application of the same report, which schedules it
+    }
+    await fetcher.enqueue(record._id);
+  };
+}
