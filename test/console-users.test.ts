@@ -4,9 +4,11 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { ApiKeyService } from "../gen/messaging/console/v1/api_keys_pb.js";
 import { AuditLogService } from "../gen/messaging/console/v1/audit_log_pb.js";
 import { ConsoleRole, ConsoleUserService, SessionService } from "../gen/messaging/console/v1/console_users_pb.js";
+import { DeliveryService } from "../gen/messaging/console/v1/deliveries_pb.js";
+import { WebhookEndpointService } from "../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
 import { rest } from "./helpers/clients.js";
-import { createTestService, type TestService } from "./helpers/test-service.js";
+import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
 
 const ADMIN_EMAIL = "root@example.com";
 const ADMIN_PASSWORD = "bootstrap-password-0001";
@@ -141,6 +143,57 @@ describe("roles per workspace", () => {
     await createUser("twice@example.com", []);
     const dup = await errorOf(t.console(ConsoleUserService).createConsoleUser({ email: "TWICE@example.com", password: "a-good-password-123" }));
     expect(dup?.code).toBe(Code.AlreadyExists);
+  });
+});
+
+describe("webhook endpoints and deliveries by role", () => {
+  it("lets a viewer read endpoints and deliveries but not change an endpoint or retry; an admin's changes are audited with the secret redacted", async () => {
+    await createUser("hooks-viewer@example.com", [{ workspaceId: workspaceA, role: ConsoleRole.VIEWER }]);
+    await createUser("hooks-admin@example.com", [{ workspaceId: workspaceA, role: ConsoleRole.ADMIN }]);
+    const viewer = await login("hooks-viewer@example.com", "a-good-password-123");
+    const admin = await login("hooks-admin@example.com", "a-good-password-123");
+    const created = await as(WebhookEndpointService, admin).createWebhookEndpoint({
+      workspaceId: workspaceA,
+      name: "orders",
+      url: "https://hooks.example.com/orders",
+      events: ["message.delivered"],
+    });
+    const id = created.webhookEndpoint!.id;
+    expect(created.secret).toMatch(/^whsec_/);
+
+    const endpoints = as(WebhookEndpointService, viewer);
+    expect((await endpoints.listWebhookEndpoints({ workspaceId: workspaceA })).data.map((e) => e.id)).toEqual([id]);
+    expect((await endpoints.getWebhookEndpoint({ id })).webhookEndpoint?.secretHint).toBe(created.webhookEndpoint!.secretHint);
+    await t.service.events.publish({
+      workspaceId: workspaceA,
+      type: "message.delivered",
+      data: { message_id: "msg_00000000-0000-4000-8000-00000000a11d", to: "4915112345678", status: "delivered", wa_message_id: "wamid.1", occurred_at: "2026-01-31T12:00:00.000Z", error: null },
+    });
+    const delivery = await eventually(async () => (await as(DeliveryService, viewer).listDeliveries({ endpointId: id })).data[0]);
+    for (const change of [
+      () => endpoints.createWebhookEndpoint({ workspaceId: workspaceA, name: "x", url: "https://hooks.example.com/x", events: ["message.read"] }),
+      () => endpoints.updateWebhookEndpoint({ id, name: "renamed" }),
+      () => endpoints.disableWebhookEndpoint({ id, reason: "no" }),
+      () => endpoints.enableWebhookEndpoint({ id }),
+      () => endpoints.deleteWebhookEndpoint({ id }),
+      () => as(DeliveryService, viewer).retryDelivery({ id: delivery.id }),
+    ]) {
+      const err = await errorOf(change());
+      expect(err?.code).toBe(Code.PermissionDenied);
+    }
+    await as(WebhookEndpointService, admin).disableWebhookEndpoint({ id, reason: "moving servers" });
+
+    const entries = (await t.console(AuditLogService).listAuditEntries({ pageSize: 100, workspaceId: workspaceA })).data;
+    const create = entries.find((e) => e.operation.endsWith("/CreateWebhookEndpoint") && e.actor === "hooks-admin@example.com");
+    expect(create).toMatchObject({ outcome: "ok", workspaceId: workspaceA });
+    expect(JSON.stringify(create?.request)).not.toContain(created.secret);
+    const disables = entries.filter((e) => e.operation.endsWith("/DisableWebhookEndpoint"));
+    expect(disables.map((e) => [e.actor, e.outcome])).toEqual(
+      expect.arrayContaining([
+        ["hooks-viewer@example.com", "permission_denied"],
+        ["hooks-admin@example.com", "ok"],
+      ]),
+    );
   });
 });
 
