@@ -1,10 +1,9 @@
-import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ApiKeyService } from "../gen/messaging/console/v1/api_keys_pb.js";
 import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
-import { projectRoot } from "../src/store/embedded-ferretdb.js";
 import { rest } from "./helpers/clients.js";
+import { msgsvc as runMsgsvc } from "./helpers/messaging.js";
 import { createTestService, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 let t: TestService;
@@ -133,20 +132,7 @@ describe("API keys", () => {
 });
 
 /** Runs the msgsvc bin against the test service. */
-function msgsvc(args: string[], token = TEST_CONSOLE_TOKEN): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["src/cli/bin.mjs", ...args], {
-      cwd: projectRoot,
-      env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: token },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
+const msgsvc = (args: string[], token?: string) => runMsgsvc(t, args, token);
 
 describe("msgsvc CLI", () => {
   it("creates a workspace and a key whose secret works against the public API", async () => {

@@ -103,7 +103,7 @@ describe("msgsvc senders, templates, credits and simulate", () => {
     const archived = await msgsvc(t, ["templates", "archive", template.id, "--json"]);
     expect(JSON.parse(archived.stdout).status).toBe("archived");
     expect((await msgsvc(t, ["senders", "archive", sender.id])).stdout).toContain("archived");
-  });
+  }, 60_000); // a dozen CLI processes, each starting Node
 
   it("reports refusals of the simulator on stderr", async () => {
     const unknown = await msgsvc(t, ["simulate", "reply", "--message", "msg_unknown", "--text", "hi"]);

@@ -1,13 +1,12 @@
-import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebhookEndpointService } from "../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
 import type { EventType } from "../src/events/event-bus.js";
-import { projectRoot } from "../src/store/embedded-ferretdb.js";
 import { verifyWebhookSignature } from "../src/webhooks/signature.js";
 import { clientFor, rest } from "./helpers/clients.js";
 import { answerOk, answerStatus, failTimes, startReceiver, type Receiver, type ReceiverBehavior } from "./helpers/receivers.js";
+import { msgsvc as runMsgsvc } from "./helpers/messaging.js";
 import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 /*
@@ -373,20 +372,7 @@ describe("console endpoints", () => {
 });
 
 /** Runs the msgsvc bin against the test service. */
-function msgsvc(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["src/cli/bin.mjs", ...args], {
-      cwd: projectRoot,
-      env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: TEST_CONSOLE_TOKEN },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
+const msgsvc = (args: string[], token?: string) => runMsgsvc(t, args, token);
 
 describe("msgsvc webhooks, deliveries, attempts", () => {
   it("manages an endpoint, lists its deliveries and attempts, and retries one", async () => {

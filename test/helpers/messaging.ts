@@ -38,12 +38,12 @@ export async function createTemplate(
   return template!.id;
 }
 
-/** Runs the msgsvc bin against the test service's console; resolves to its exit code and output. */
-export function msgsvc(t: TestService, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Runs the msgsvc bin against the test service's console (as the operator unless given a token); resolves to its exit code and output. */
+export function msgsvc(t: TestService, args: string[], token = TEST_CONSOLE_TOKEN): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["src/cli/bin.mjs", ...args], {
       cwd: projectRoot,
-      env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: TEST_CONSOLE_TOKEN },
+      env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: token },
     });
     let stdout = "";
     let stderr = "";

@@ -157,7 +157,6 @@ async function renderOverview(body) {
 async function renderKeys(body) {
   const keys = (await api("GET", `${ws()}/api_keys?page_size=100`)).data;
   const canEdit = canChange();
-  const secretBox = el("div");
   const rows = keys.map((k) =>
     el(
       "tr",
@@ -173,45 +172,31 @@ async function renderKeys(body) {
     ),
   );
   const name = el("input", { type: "text", id: "key-name", required: true });
-  const checks = SCOPES.map((scope) => el("label", {}, el("input", { type: "checkbox", value: scope }), ` ${scope}`));
+  const scopes = checkboxes(SCOPES);
   const expires = el("input", { type: "datetime-local", id: "key-expires" });
   const allow = el("input", { type: "text", id: "key-allow", placeholder: "203.0.113.0/24, 2001:db8::/32 (empty: any)" });
   const rate = el("input", { type: "number", id: "key-rate", min: 1, max: 100, value: 30 });
-  const status = el("div");
-  const form = el(
-    "form",
-    {
-      class: "grid",
-      onsubmit: async (event) => {
-        event.preventDefault();
-        status.replaceChildren();
-        try {
-          const created = await api("POST", `${ws()}/api_keys`, {
-            name: name.value,
-            scopes: checks.map((c) => c.querySelector("input")).filter((i) => i.checked).map((i) => i.value),
-            expires_at: expires.value ? new Date(expires.value).toISOString() : null,
-            ip_allow_list: allow.value.split(",").map((s) => s.trim()).filter(Boolean),
-            rate_limit_per_min: Number(rate.value),
-          });
-          await renderKeys(body);
-          body.prepend(secretPanel("API key created. Copy its secret now: it is shown once.", created.secret));
-        } catch (err) {
-          status.append(errorLine(err));
-        }
-      },
-    },
+  const form = createForm("Create key", async () => {
+    const created = await api("POST", `${ws()}/api_keys`, {
+      name: name.value,
+      scopes: scopes.checked(),
+      expires_at: expires.value ? new Date(expires.value).toISOString() : null,
+      ip_allow_list: allow.value.split(",").map((s) => s.trim()).filter(Boolean),
+      rate_limit_per_min: Number(rate.value),
+    });
+    await renderKeys(body);
+    body.prepend(secretPanel("API key created. Copy its secret now: it is shown once.", created.secret));
+  },
     el("label", { for: "key-name" }, "Name"), name,
-    el("span", {}, "Scopes"), el("div", { class: "checks" }, checks),
+    el("span", {}, "Scopes"), scopes.node,
     el("label", { for: "key-expires" }, "Expires"), expires,
     el("label", { for: "key-allow" }, "IP allow-list"), allow,
     el("label", { for: "key-rate" }, "Requests per minute"), rate,
-    el("span"), el("div", {}, el("button", { class: "primary", type: "submit" }, "Create key")),
   );
   body.replaceChildren(
-    secretBox,
     el("section", { class: "card" }, el("h2", {}, "API keys"), keys.length === 0 ? el("p", { class: "muted" }, "No keys yet.") :
       el("table", {}, el("thead", {}, el("tr", {}, ["Name", "Scopes", "Budget", "Allowed from", "Expires", "Last used", "Status", ""].map((h) => el("th", {}, h)))), el("tbody", {}, rows))),
-    canEdit ? el("section", { class: "card" }, el("h2", {}, "Create a key"), form, status) : null,
+    canEdit ? el("section", { class: "card" }, el("h2", {}, "Create a key"), form) : null,
   );
 }
 
@@ -276,7 +261,21 @@ function canChange() {
 function endpointForm(body) {
   const name = el("input", { type: "text", id: "endpoint-name", required: true });
   const url = el("input", { type: "text", id: "endpoint-url", required: true, placeholder: "https://example.com/webhooks" });
-  const checks = EVENT_TYPES.map((type) => el("label", {}, el("input", { type: "checkbox", value: type }), ` ${type}`));
+  const events = checkboxes(EVENT_TYPES);
+  const form = createForm("Add endpoint", async () => {
+    const created = await api("POST", `${ws()}/webhook_endpoints`, { name: name.value, url: url.value, events: events.checked() });
+    await renderWebhooks(body);
+    body.prepend(secretPanel("Endpoint created. Copy its signing secret now: it is shown once.", created.secret));
+  },
+    el("label", { for: "endpoint-name" }, "Name"), name,
+    el("label", { for: "endpoint-url" }, "URL"), url,
+    el("span", {}, "Events"), events.node,
+  );
+  return el("section", { class: "card" }, el("h2", {}, "Add an endpoint"), form);
+}
+
+/** A two-column form of `fields` and a submit button; `submit`'s errors are shown under it. */
+function createForm(label, submit, ...fields) {
   const status = el("div");
   const form = el(
     "form",
@@ -286,24 +285,25 @@ function endpointForm(body) {
         event.preventDefault();
         status.replaceChildren();
         try {
-          const created = await api("POST", `${ws()}/webhook_endpoints`, {
-            name: name.value,
-            url: url.value,
-            events: checks.map((c) => c.querySelector("input")).filter((i) => i.checked).map((i) => i.value),
-          });
-          await renderWebhooks(body);
-          body.prepend(secretPanel("Endpoint created. Copy its signing secret now: it is shown once.", created.secret));
+          await submit();
         } catch (err) {
           status.append(errorLine(err));
         }
       },
     },
-    el("label", { for: "endpoint-name" }, "Name"), name,
-    el("label", { for: "endpoint-url" }, "URL"), url,
-    el("span", {}, "Events"), el("div", { class: "checks" }, checks),
-    el("span"), el("div", {}, el("button", { class: "primary", type: "submit" }, "Add endpoint")),
+    ...fields,
+    el("span"), el("div", {}, el("button", { class: "primary", type: "submit" }, label)),
   );
-  return el("section", { class: "card" }, el("h2", {}, "Add an endpoint"), form, status);
+  return el("div", {}, form, status);
+}
+
+/** Checkboxes for `values`: the element, and the values checked. */
+function checkboxes(values) {
+  const inputs = values.map((value) => el("input", { type: "checkbox", value }));
+  return {
+    node: el("div", { class: "checks" }, inputs.map((input) => el("label", {}, input, ` ${input.value}`))),
+    checked: () => inputs.filter((i) => i.checked).map((i) => i.value),
+  };
 }
 
 /** The endpoint's latest deliveries, each with its attempts on demand and a retry button. */
