@@ -97,6 +97,8 @@ function banner(
       `  curl -s "${api}/v1/messages?status=read" -H "Authorization: Bearer $API_KEY"`,
       "Send over gRPC:",
       `  npx buf curl --schema . --protocol grpc --http2-prior-knowledge -H "Authorization: Bearer $API_KEY" -d '${sendBody}' ${api}/messaging.v1.MessageService/SendMessage`,
+      "Receive the workspace's webhooks here (a local receiver, its endpoint, signatures verified; Ctrl-C deletes it):",
+      `  npx msgsvc webhooks listen --workspace ${demo.workspaceId} [--events message.read,flow.completed] [--status 500]`,
       "Simulate the recipient's reply, see the credits:",
       "  npx msgsvc simulate reply --message MESSAGE_ID --text 'Thanks!'",
       `  npx msgsvc credits ledger --workspace ${demo.workspaceId}`,
@@ -144,12 +146,19 @@ async function main(): Promise<void> {
       ? { email: "admin@localhost", password: randomBytes(12).toString("base64url") }
       : undefined;
   const webhookSecretKey = config.webhookSecretKey ?? (await loadOrCreateSecretKey(path.join(config.dataDir, "webhook-secret-key")));
+  // The embedded default is local development: webhooks may go to receivers on this machine
+  // (`msgsvc webhooks listen`, http://localhost) unless the variables say otherwise.
+  const localDefault = (name: string, configured: boolean) => (embedded && process.env[name] === undefined ? true : configured);
+  const webhookAllowHttpLoopback = localDefault("WEBHOOK_ALLOW_HTTP_LOOPBACK", config.webhookAllowHttpLoopback);
+  const webhookAllowPrivateTargets = localDefault("WEBHOOK_ALLOW_PRIVATE_TARGETS", config.webhookAllowPrivateTargets);
   const service = await startService({
     config: {
       ...config,
       mongodbUri,
       consoleToken,
       webhookSecretKey,
+      webhookAllowHttpLoopback,
+      webhookAllowPrivateTargets,
       consoleAdminEmail: config.consoleAdminEmail ?? demoAdmin?.email,
       consoleAdminPassword: config.consoleAdminPassword ?? demoAdmin?.password,
     },

@@ -1,8 +1,10 @@
+import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebhookEndpointService } from "../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
 import type { EventType } from "../src/events/event-bus.js";
+import { projectRoot } from "../src/store/embedded-ferretdb.js";
 import { verifyWebhookSignature } from "../src/webhooks/signature.js";
 import { clientFor, rest } from "./helpers/clients.js";
 import { answerOk, answerStatus, failTimes, startReceiver, type Receiver, type ReceiverBehavior } from "./helpers/receivers.js";
@@ -415,5 +417,50 @@ describe("msgsvc webhooks, deliveries, attempts", () => {
     expect(gone.stderr).toMatch(/^error: not_found: No webhook_endpoint with id/);
     const usage = await msgsvc(["deliveries", "list"]);
     expect(usage).toMatchObject({ code: 2, stderr: "error: give --endpoint or --event\n" });
+  });
+});
+
+describe("msgsvc webhooks listen", () => {
+  it("receives the workspace's events on a local receiver, verifies them, and deletes its endpoint on Ctrl-C", async () => {
+    const ws = await t.createWorkspace();
+    const child = spawn(process.execPath, ["src/cli/bin.mjs", "webhooks", "listen", "--workspace", ws, "--events", "message.delivered"], {
+      cwd: projectRoot,
+      env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: TEST_CONSOLE_TOKEN },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      const [, url, id] = await eventually(async () => /^Listening at (http:\/\/127\.0\.0\.1:\d+\/webhooks) as endpoint (whk_[0-9a-f-]{36})/m.exec(stdout) ?? undefined);
+      const endpoint = await consoleRest("GET", `/console/v1/webhook_endpoints/${id}`);
+      expect(endpoint.json).toMatchObject({ url, events: ["message.delivered"], enabled: true });
+
+      const event = await publish(ws);
+      await publish(ws, "message.read"); // not selected: never printed
+      const line = await eventually(async () => stdout.split("\n").find((l) => l.includes(event._id)));
+      expect(line).toMatch(new RegExp(`^\\S+Z  message\\.delivered  ${event._id}  signature ok  → 200$`));
+      const [delivery] = await deliveriesOf(id as string, (d) => d[0]?.status === "succeeded");
+      expect(delivery.attempt_count).toBe(1);
+
+      // A forged delivery is refused with the verifier's reason.
+      const forged = await fetch(url as string, {
+        method: "POST",
+        headers: { "service-signature": `t=${Math.floor(Date.now() / 1000)},v1=${"0".repeat(64)}`, "service-event": "message.delivered", "service-delivery": "forged" },
+        body: "{}",
+      });
+      expect(forged.status).toBe(400);
+      expect(await forged.text()).toBe("signature refused: signature_mismatch");
+      await eventually(async () => (stdout.includes("message.delivered  forged  signature refused: signature_mismatch") ? true : undefined));
+    } finally {
+      child.kill("SIGINT");
+    }
+    expect(await exited).toBe(0);
+    expect(stderr).toBe("");
+    expect(stdout).not.toContain("message.read");
+    const id = /endpoint (whk_[0-9a-f-]{36})/.exec(stdout)?.[1];
+    expect(stdout).toContain(`deleted ${id}`);
+    expect((await consoleRest("GET", `/console/v1/webhook_endpoints/${id}`)).status).toBe(404);
   });
 });

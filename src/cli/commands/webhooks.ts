@@ -2,8 +2,9 @@ import { Command } from "commander";
 import { WebhookEndpointSchema, WebhookEndpointService } from "../../../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
 import { splitList, type CliContext } from "../context.js";
+import { webhookListenCommand } from "./webhook-listen.js";
 
-/** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete. */
+/** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete, listen. */
 export function webhookCommands(ctx: CliContext): Command {
   const columns = ["id", "name", "url", "events", "enabled", "consecutive_failures", "last_success_at", "disabled_reason"];
   const client = () => ctx.client(WebhookEndpointService);
@@ -79,5 +80,6 @@ export function webhookCommands(ctx: CliContext): Command {
       if (o.json) ctx.printJson({ id, deleted: true });
       else ctx.say(`deleted ${id}`, false);
     });
+  webhooks.addCommand(webhookListenCommand(ctx));
   return webhooks;
 }
