@@ -98,6 +98,13 @@ describe("msgsvc senders, templates, credits and simulate", () => {
     const { message_id: replyId } = JSON.parse(reply.stdout);
     expect(await t.service.events.collection.countDocuments({ type: "message.received", "data.message_id": replyId, "data.text": "Got it" })).toBe(1);
 
+    const stats = await msgsvc(t, ["workspaces", "stats", ws.id]);
+    expect(stats.stdout).toMatch(/^STATUS\s+MESSAGES$/m);
+    expect(stats.stdout).toContain("All time: 1 messages. Since ");
+    expect(stats.stdout).toMatch(/: 1 sent, 1 replies\.$/m);
+    const statsJson = JSON.parse((await msgsvc(t, ["workspaces", "stats", ws.id, "--since", "1h", "--json"])).stdout);
+    expect(statsJson).toMatchObject({ total: 1, recent: 1, recent_replies: 1 });
+    expect(Object.values(statsJson.by_status as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(1);
     const ledger = await msgsvc(t, ["credits", "ledger", "--workspace", ws.id, "--json"]);
     expect(JSON.parse(ledger.stdout).map((e: { kind: string; amount: number }) => [e.kind, e.amount])).toEqual([["spend", -1], ["top_up", 5]]);
     const archived = await msgsvc(t, ["templates", "archive", template.id, "--json"]);

@@ -1,9 +1,8 @@
-import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { RequestLogService, RequestOutcome } from "../gen/messaging/console/v1/request_log_pb.js";
-import { projectRoot } from "../src/store/embedded-ferretdb.js";
 import { rest } from "./helpers/clients.js";
+import { msgsvc } from "./helpers/messaging.js";
 import { createTestService, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 let t: TestService;
@@ -80,19 +79,25 @@ describe("refused requests grouped by error (spec §What the service does, 5)", 
   });
 
   it("prints the grouped view with `msgsvc requests refused --workspace W --since 1h`", async () => {
-    const out = await new Promise<{ code: number; stdout: string }>((resolve) => {
-      const child = spawn(process.execPath, ["src/cli/bin.mjs", "requests", "refused", "--workspace", workspaceId, "--since", "1h"], {
-        cwd: projectRoot,
-        env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: TEST_CONSOLE_TOKEN },
-      });
-      let stdout = "";
-      child.stdout.on("data", (d) => (stdout += d));
-      child.on("close", (code) => resolve({ code: code ?? -1, stdout }));
-    });
+    const out = await msgsvc(t, ["requests", "refused", "--workspace", workspaceId, "--since", "1h"]);
     expect(out.code).toBe(0);
     const lines = out.stdout.trim().split("\n");
     expect(lines[0]).toMatch(/^ERROR_CODE\s+COUNT\s+FIRST_SEEN\s+LAST_SEEN\s+SAMPLE$/);
     expect(lines[1]).toMatch(/^insufficient_scope\s+3\s+\S+Z\s+\S+Z\s+GET \/v1\/senders req_/);
     expect(lines).toHaveLength(4);
+  });
+
+  it("prints refusals over time with `msgsvc requests timeline`", async () => {
+    const out = await msgsvc(t, ["requests", "timeline", "--workspace", workspaceId, "--since", "2h", "--buckets", "4"]);
+    expect(out.stderr).toBe("");
+    const lines = out.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^START\s+COUNT\s+BAR$/);
+    expect(lines.slice(1).map((l) => Number(l.split(/\s+/)[1]))).toEqual([0, 0, 0, 6]);
+    expect(lines[4]).toMatch(/\s6\s+#{40}$/);
+    const json = JSON.parse((await msgsvc(t, ["requests", "timeline", "--workspace", workspaceId, "--json"])).stdout);
+    expect(json.bucket_seconds).toBe(3600);
+    expect(json.buckets).toHaveLength(24);
+    const bad = await msgsvc(t, ["requests", "timeline", "--workspace", workspaceId, "--buckets", "many"]);
+    expect(bad).toMatchObject({ code: 2, stderr: 'error: --buckets: must be a whole number, got "many"\n' });
   });
 });

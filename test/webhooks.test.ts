@@ -250,9 +250,16 @@ describe("manual retry (spec §Delivery rules 3)", () => {
     await eventually(async () =>
       (await t.service.db.collection("webhook_batch_items").countDocuments({ "items.d": delivery.id })) === 0 ? true : undefined,
     );
+    // The manual success took the claims of the automatic attempts not yet claimed; only one claimed
+    // before it (already in flight) may still be made, however late a loaded machine starts it.
     const automatic = (await attemptsOf(delivery.id)).filter((a) => a.trigger === "automatic");
-    expect(automatic.filter((a) => Date.parse(a.started_at) > manualEnd)).toEqual([]);
+    expect(automatic.filter((a) => Date.parse(a.started_at) > manualEnd).length).toBeLessThanOrEqual(1);
     expect(automatic.length).toBeLessThan(8);
+    const claims = await t.service.db.collection("webhook_claims").find({ delivery_id: delivery.id }).toArray();
+    const superseded = claims.filter((c) => String(c.work).startsWith("superseded:")).map((c) => c._id);
+    expect(superseded.length).toBeGreaterThan(0);
+    expect(automatic.map((a) => a.id).filter((id: string) => superseded.includes(id as never))).toEqual([]);
+    expect(automatic.length + superseded.length).toBe(8);
   });
 });
 
@@ -417,7 +424,7 @@ describe("msgsvc webhooks, deliveries, attempts", () => {
     expect(gone.stderr).toMatch(/^error: not_found: No webhook_endpoint with id/);
     const usage = await msgsvc(["deliveries", "list"]);
     expect(usage).toMatchObject({ code: 2, stderr: "error: give --endpoint or --event\n" });
-  });
+  }, 60_000); // a dozen CLI processes, each starting Node
 });
 
 describe("msgsvc webhooks listen", () => {
@@ -462,5 +469,5 @@ describe("msgsvc webhooks listen", () => {
     const id = /endpoint (whk_[0-9a-f-]{36})/.exec(stdout)?.[1];
     expect(stdout).toContain(`deleted ${id}`);
     expect((await consoleRest("GET", `/console/v1/webhook_endpoints/${id}`)).status).toBe(404);
-  });
+  }, 60_000);
 });

@@ -1,6 +1,8 @@
 import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import type { DescMessage, DescService, Message } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import ms from "ms";
 import { toRestJson } from "../gateway/rest-json.js";
 
 /** Everything a command needs: clients, output mode and printing. */
@@ -28,6 +30,15 @@ export const splitList = (value: string) =>
 export function wholeNumber(option: string, value: string): number {
   if (!/^-?\d+$/.test(value)) throw new UsageError(`${option}: must be a whole number, got ${JSON.stringify(value)}`);
   return Number(value);
+}
+
+/** A `--since` value: a duration back from now ("1h", "30m", "7d") or an ISO 8601 time. */
+export function since(option: string | undefined) {
+  if (option === undefined) return undefined;
+  const back = ms(option as ms.StringValue);
+  const at = typeof back === "number" && back > 0 ? Date.now() - back : Date.parse(option);
+  if (Number.isNaN(at)) throw new UsageError(`--since: must be a duration such as 1h or 30m, or an ISO 8601 time, got ${JSON.stringify(option)}`);
+  return timestampFromDate(new Date(at));
 }
 
 /** Formats rows of REST JSON objects as an aligned text table. */

@@ -1,25 +1,15 @@
 import { Command } from "commander";
-import ms from "ms";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
+  GetRefusalTimelineResponseSchema,
   LoggedRequestSchema,
   RefusedRequestGroupSchema,
   RequestLogService,
   RequestOutcome,
 } from "../../../gen/messaging/console/v1/request_log_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
-import { formatTable, UsageError, wholeNumber, type CliContext } from "../context.js";
+import { formatTable, since, UsageError, wholeNumber, type CliContext } from "../context.js";
 
-/** A `--since` value: a duration back from now ("1h", "30m", "7d") or an ISO 8601 time. */
-function since(option: string | undefined) {
-  if (option === undefined) return undefined;
-  const back = ms(option as ms.StringValue);
-  const at = typeof back === "number" && back > 0 ? Date.now() - back : Date.parse(option);
-  if (Number.isNaN(at)) throw new UsageError(`--since: must be a duration such as 1h or 30m, or an ISO 8601 time, got ${JSON.stringify(option)}`);
-  return timestampFromDate(new Date(at));
-}
-
-/** `msgsvc requests …`: the request log of a workspace, and refused requests grouped by error. */
+/** `msgsvc requests …`: the request log of a workspace, refused requests grouped by error, and refusals over time. */
 export function requestCommands(ctx: CliContext): Command {
   const requests = new Command("requests").description("read the request log of the public API");
   requests
@@ -68,6 +58,21 @@ export function requestCommands(ctx: CliContext): Command {
         };
       });
       ctx.say(rows.length === 0 ? "no refused requests" : formatTable(rows, ["error_code", "count", "first_seen", "last_seen", "sample"]), false);
+    });
+  requests
+    .command("timeline")
+    .description("refused requests counted per time bucket")
+    .requiredOption("--workspace <id>", "workspace (the operator may pass - for all)")
+    .option("--since <when>", "duration back from now (1h, 30m) or ISO time; default 24h")
+    .option("--buckets <n>", "equal buckets from --since to now, 1 to 96", "24")
+    .option("--json", "print JSON")
+    .action(async (o: { workspace: string; since?: string; buckets: string; json?: boolean }) => {
+      const res = await ctx.client(RequestLogService).getRefusalTimeline({ workspaceId: o.workspace, since: since(o.since), buckets: wholeNumber("--buckets", o.buckets) });
+      if (o.json) return ctx.printJson(toRestJson(GetRefusalTimelineResponseSchema, res));
+      const json = toRestJson(GetRefusalTimelineResponseSchema, res) as { buckets: { start: string; count: number }[] };
+      const max = Math.max(1, ...json.buckets.map((b) => b.count));
+      const rows = json.buckets.map((b) => ({ start: b.start, count: b.count, bar: "#".repeat(Math.ceil((40 * b.count) / max)) }));
+      ctx.say(formatTable(rows, ["start", "count", "bar"]), false);
     });
   return requests;
 }

@@ -1,8 +1,10 @@
 import { Command } from "commander";
 import { WorkspaceService, WorkspaceSchema } from "../../../gen/messaging/console/v1/workspaces_pb.js";
-import { wholeNumber, type CliContext } from "../context.js";
+import { GetMessageStatsResponseSchema, MessageStatsService } from "../../../gen/messaging/console/v1/message_stats_pb.js";
+import { toRestJson } from "../../gateway/rest-json.js";
+import { formatTable, since, wholeNumber, type CliContext } from "../context.js";
 
-/** `msgsvc workspaces …`: create, get, list, suspend, resume. */
+/** `msgsvc workspaces …`: create, get, list, suspend, resume, stats. */
 export function workspaceCommands(ctx: CliContext): Command {
   const columns = ["id", "name", "status", "credit_balance", "created_at"];
   const workspaces = new Command("workspaces").description("manage workspaces");
@@ -46,5 +48,17 @@ export function workspaceCommands(ctx: CliContext): Command {
         ctx.print(WorkspaceSchema, workspace!, columns, !!o.json);
       });
   }
+  workspaces
+    .command("stats <id>")
+    .description("messages of a workspace by status, and sends and replies since a time")
+    .option("--since <when>", "duration back from now (1h, 30m) or ISO time; default 24h")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { since?: string; json?: boolean }) => {
+      const json = toRestJson(GetMessageStatsResponseSchema, await ctx.client(MessageStatsService).getMessageStats({ workspaceId: id, since: since(o.since) }));
+      if (o.json) return ctx.printJson(json);
+      const byStatus = json.by_status as Record<string, number>;
+      ctx.say(formatTable(["accepted", "sent", "delivered", "read", "failed"].map((status) => ({ status, messages: byStatus[status] ?? 0 })), ["status", "messages"]), false);
+      ctx.say(`\nAll time: ${json.total} messages. Since ${json.since}: ${json.recent} sent, ${json.recent_replies} replies.`, false);
+    });
   return workspaces;
 }
