@@ -35,8 +35,7 @@ export function webhookListenCommand(ctx: CliContext): Command {
       const port = wholeNumber("--port", o.port);
       if (port < 0 || port > 65_535) throw new UsageError("--port: must be a port number from 0 to 65535");
       let secret = "";
-      const server = http.createServer((req, res) => receive(req, res));
-      const receive = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      const server = http.createServer((req, res) => {
         const chunks: Buffer[] = [];
         let size = 0;
         req.on("data", (chunk: Buffer) => {
@@ -59,7 +58,7 @@ export function webhookListenCommand(ctx: CliContext): Command {
           if (o.json) ctx.printJson(JSON.parse(body.toString("utf8")));
           else ctx.say(`${new Date().toISOString()}  ${req.headers["service-event"]}  ${req.headers["service-delivery"]}  ${verdict}  → ${status}`, false);
         });
-      };
+      });
       await new Promise<void>((resolve, reject) => server.once("error", reject).listen(port, "127.0.0.1", resolve));
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;
       const client = ctx.client(WebhookEndpointService);
