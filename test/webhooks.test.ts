@@ -166,6 +166,13 @@ describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
     await eventually(async () => ((await t.service.events.collection.countDocuments({ _id: { $in: [first._id, second._id] }, fanned_out_at: null })) === 0 ? true : undefined));
     expect(disabled.requests).toHaveLength(0);
     expect(elsewhere.requests).toHaveLength(0);
+
+    // An event no enabled endpoint selected is stored already marked, with no delivery: nothing to fan out.
+    expect(first.fanned_out_at).toBeNull();
+    const unwanted = await publish(ws, "message.failed");
+    expect(unwanted.fanned_out_at).toEqual(unwanted.created_at);
+    expect((await t.service.events.collection.findOne({ _id: unwanted._id }))?.fanned_out_at).toEqual(unwanted.created_at);
+    expect((await consoleRest("GET", `/console/v1/deliveries?event_id=${unwanted._id}`)).json.data).toEqual([]);
   });
 
   it("retries on the schedule with the same bytes and id, and a fresh signature each time", async () => {

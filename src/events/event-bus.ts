@@ -25,7 +25,8 @@ export interface StoredEvent {
   body: string;
   /**
    * When the event was turned into deliveries (null until then). A sweep
-   * finds events still null after a crash and fans them out (outbox).
+   * finds events still null after a crash and fans them out (outbox). Set
+   * at creation when no listener had work for it (no endpoint selected it).
    */
   fanned_out_at: Date | null;
 }
@@ -61,6 +62,14 @@ export type EventType = (typeof EVENT_TYPES)[number];
 /** Called after an event is stored, in the publishing process (for example to fan it out to webhooks at once). */
 export type EventListener = (event: StoredEvent) => Promise<void>;
 
+/**
+ * Asked before an event is stored whether its listener has work for it
+ * (for example: an enabled endpoint of the workspace selected the type);
+ * `at` is the event's creation time. An event no listener wants is stored
+ * already marked fanned out, and no listener is called: one write instead of two.
+ */
+export type EventInterest = (workspaceId: string, type: EventType, at: Date) => Promise<boolean>;
+
 /** Publication of webhook events: stored first, then handed to the listeners. */
 export interface EventBus {
   readonly collection: Collection<StoredEvent>;
@@ -72,20 +81,29 @@ export interface EventBus {
    * sweep fans out what an earlier attempt left undone).
    */
   publish(event: NewEvent): Promise<StoredEvent>;
-  /** Adds a listener for events published by this process. */
-  onPublished(listener: EventListener): void;
+  /**
+   * Adds a listener for events published by this process; with `interest`,
+   * only for the events it says it wants (an interest that fails counts as
+   * wanting it).
+   */
+  onPublished(listener: EventListener, interest?: EventInterest): void;
   ensureIndexes(): Promise<void>;
 }
 
 /** Creates the event bus over `db`. */
 export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
   const collection = db.collection<StoredEvent>("events");
-  const listeners: EventListener[] = [];
+  const listeners: { listener: EventListener; interest?: EventInterest }[] = [];
   return {
     collection,
     async publish({ workspaceId, type, data, dedupeKey }) {
       const id = dedupeKey ? uuidFromName(`${workspaceId}:${dedupeKey}`) : newId();
       const createdAt = clock.now();
+      const interested = [];
+      for (const entry of listeners) {
+        const wanted = entry.interest ? await entry.interest(workspaceId, type, createdAt).catch(() => true) : true;
+        if (wanted) interested.push(entry.listener);
+      }
       const body = JSON.stringify({ id, type, created_at: createdAt.toISOString(), data });
       const event: StoredEvent = {
         _id: id,
@@ -94,7 +112,7 @@ export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
         created_at: createdAt,
         data,
         body,
-        fanned_out_at: null,
+        fanned_out_at: interested.length === 0 ? createdAt : null,
       };
       try {
         await collection.insertOne(event);
@@ -102,15 +120,15 @@ export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
         if (!dedupeKey || !isDuplicateKeyError(err)) throw err;
         return (await collection.findOne({ _id: id })) ?? event;
       }
-      for (const listener of listeners) {
+      for (const listener of interested) {
         await listener(event).catch((err: unknown) =>
           logger.error({ err, eventId: id, type }, "event listener failed; the fan-out sweep will retry"),
         );
       }
       return event;
     },
-    onPublished(listener) {
-      listeners.push(listener);
+    onPublished(listener, interest) {
+      listeners.push({ listener, interest });
     },
     async ensureIndexes() {
       await collection.createIndex({ workspace_id: 1, created_at: -1 });

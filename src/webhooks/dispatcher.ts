@@ -6,7 +6,7 @@ import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
 import { AttemptLog } from "./attempt-log.js";
 import { automaticAttemptId, deliveryId, type AttemptRecord, type DeliveryRecord, type DeliveryStore } from "./delivery-store.js";
-import { EndpointCache } from "./endpoint-cache.js";
+import { EndpointCache, type EndpointView } from "./endpoint-cache.js";
 import type { EndpointStore } from "./endpoint-store.js";
 import { GroupCommit } from "./group-commit.js";
 import type { AttemptOutcome, WebhookSender } from "./http-sender.js";
@@ -188,6 +188,14 @@ export class Dispatcher {
     void this.track(this.fanOutUntilDone(event));
   };
 
+  /** Event bus interest: whether an enabled endpoint of the workspace selected the type (else the event needs no fan-out). */
+  wants = async (workspaceId: string, type: string, at: Date): Promise<boolean> => (await this.selecting(workspaceId, type, at)).length > 0;
+
+  /** The enabled endpoints of the workspace that selected `type` and existed at `at`. */
+  private async selecting(workspaceId: string, type: string, at: Date): Promise<EndpointView[]> {
+    return (await this.cache.forWorkspace(workspaceId)).filter((e) => e.enabled && e.events.includes(type) && e.createdAt.getTime() <= at.getTime());
+  }
+
   /** Fans out, trying again while this process lives (the event stays unmarked meanwhile). */
   private async fanOutUntilDone(event: StoredEvent): Promise<void> {
     for (let wait = 500; ; wait = Math.min(wait * 2, 30_000)) {
@@ -213,9 +221,7 @@ export class Dispatcher {
    */
   private async fanOut(event: StoredEvent): Promise<void> {
     const work = `event:${event._id}`;
-    const endpoints = (await this.cache.forWorkspace(event.workspace_id)).filter(
-      (e) => e.enabled && e.events.includes(event.type) && e.createdAt.getTime() <= event.created_at.getTime(),
-    );
+    const endpoints = await this.selecting(event.workspace_id, event.type, event.created_at);
     const items: WorkItem[] = endpoints.map((e) => ({
       deliveryId: deliveryId(event._id, e.id),
       workspaceId: event.workspace_id,

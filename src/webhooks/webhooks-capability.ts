@@ -44,7 +44,7 @@ export function createWebhooksCapability(platform: Platform): Capability {
     leaseMs: config.webhookLeaseMs,
     role: config.role,
   });
-  events.onPublished(dispatcher.onEvent);
+  events.onPublished(dispatcher.onEvent, dispatcher.wants);
   return {
     name: "webhooks",
     publicServices: [registerService(WebhookService, createWebhookService(endpoints))],
