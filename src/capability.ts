@@ -21,6 +21,13 @@ export interface Platform {
   readonly config: Config & { mongodbUri: string };
   readonly client: MongoClient;
   readonly db: Db;
+  /**
+   * The same database through connections the embedded database's command
+   * gate admits first (PRIORITY_APP_NAME): for small writes on a latency
+   * path, such as new events and their first webhook attempts, that must not
+   * queue behind bulk work.
+   */
+  readonly priorityDb: Db;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly scheduler: Scheduler;

@@ -18,6 +18,7 @@ import { createConsoleUserStore } from "./console/users/user-store.js";
 import { createTenancyCapability } from "./console/tenancy-capability.js";
 import { createWebhooksCapability } from "./webhooks/webhooks-capability.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
+import { PRIORITY_APP_NAME } from "./store/command-gate.js";
 import { createMessagingCapabilities } from "./messages/messaging-capability.js";
 import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gateway/interceptors.js";
 import { createRpcServer, type RpcServer } from "./gateway/rpc-server.js";
@@ -97,12 +98,15 @@ export async function startService(options: StartOptions): Promise<RunningServic
   const client = new MongoClient(config.mongodbUri, { ignoreUndefined: true, serverSelectionTimeoutMS: 10_000 });
   await client.connect();
   const db = client.db(config.mongodbDatabase);
+  const priorityClient = new MongoClient(config.mongodbUri, { ignoreUndefined: true, serverSelectionTimeoutMS: 10_000, appName: PRIORITY_APP_NAME, maxPoolSize: 10 });
+  await priorityClient.connect();
+  const priorityDb = priorityClient.db(config.mongodbDatabase);
 
   const workspaces = createWorkspaceStore(db, clock);
   const keys = createApiKeyStore(db, clock);
   const rateLimiter = createRateLimiter(db, clock);
   const requestLog = createRequestLog(db, { flushMs: config.requestLogFlushMs, logger });
-  const events = createEventBus(db, clock, logger);
+  const events = createEventBus(priorityDb, clock, logger);
   for (const store of [workspaces, keys, rateLimiter, requestLog, events]) await store.ensureIndexes();
 
   const scheduler = createScheduler(db, logger, config.jobPollIntervalMs);
@@ -137,6 +141,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
     config,
     client,
     db,
+    priorityDb,
     clock,
     logger,
     scheduler,
@@ -237,7 +242,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
       await scheduler.stop();
       await admission.flushUsage().catch((err: unknown) => logger.warn({ err }, "recording key use failed"));
       await requestLog.close();
-      await client.close();
+      await Promise.all([client.close(), priorityClient.close()]);
       logger.info("service stopped");
     },
   };

@@ -30,6 +30,13 @@ const OP_COMPRESSED = 2012;
 const MORE_TO_COME = 2;
 /** Weight of a write in the semaphore: all of it, so it runs alone. */
 const WRITE_WEIGHT = 64;
+/**
+ * Application name (the driver's `appName`, sent in each connection's
+ * handshake) of connections whose commands the gate admits ahead of the
+ * others waiting. Against a real MongoDB it only names the connections.
+ */
+export const PRIORITY_APP_NAME = "msgsvc-priority";
+const PRIORITY_MARK = Buffer.from(PRIORITY_APP_NAME, "latin1");
 
 /** Commands that only read; anything else is treated as a write. */
 const readCommands = new Set([
@@ -97,7 +104,10 @@ function readFrames(socket: net.Socket, onFrame: (frame: Buffer) => void): void 
  * Starts a gate on a free loopback port that forwards to FerretDB at
  * 127.0.0.1:`upstreamPort`. Each client connection gets its own upstream
  * connection (cursors and sessions stay per connection); its requests are
- * forwarded in order, each after the semaphore admits it.
+ * forwarded in order, each after the semaphore admits it. Connections that
+ * introduce themselves with the priority application name are admitted
+ * before the others that wait (new events' webhook writes, so that a backlog
+ * of retries does not delay them).
  */
 export async function startCommandGate(upstreamPort: number): Promise<CommandGate> {
   const semaphore = new Semaphore(WRITE_WEIGHT);
@@ -110,6 +120,7 @@ export async function startCommandGate(upstreamPort: number): Promise<CommandGat
     sockets.add(client).add(upstream);
     let replyArrived: (() => void) | undefined;
     let queue = Promise.resolve();
+    let priority: number | undefined;
 
     readFrames(upstream, (frame) => {
       client.write(frame);
@@ -120,6 +131,7 @@ export async function startCommandGate(upstreamPort: number): Promise<CommandGat
       }
     });
     readFrames(client, (frame) => {
+      priority ??= frame.includes(PRIORITY_MARK) ? 1 : 0; // the first frame is the handshake
       const weight = isWrite(frame) ? WRITE_WEIGHT : 1;
       queue = queue.then(() =>
         semaphore.runExclusive(
@@ -134,6 +146,7 @@ export async function startCommandGate(upstreamPort: number): Promise<CommandGat
               upstream.write(frame);
             }),
           weight,
+          priority,
         ),
       );
     });

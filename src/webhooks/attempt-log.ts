@@ -47,19 +47,22 @@ export class AttemptLog {
   private readonly checkedAt = new Map<string, number>();
   /** Endpoints for which this process counted failures since it last reset the count. */
   private readonly failedHere = new Set<string>();
-  private readonly writers = {
-    urgent: this.makeWriters(MAX_WRITE.urgent),
-    background: this.makeWriters(MAX_WRITE.background),
-  };
+  private readonly writers: Record<"urgent" | "background", ReturnType<AttemptLog["makeWriters"]>>;
 
+  /**
+   * `urgentStore` is the same store through the database's priority
+   * connections (Platform.priorityDb), for the urgent writers.
+   */
   constructor(
-    private readonly o: { store: DeliveryStore; endpoints: EndpointStore; cache: EndpointCache; clock: Clock; logger: Logger },
-  ) {}
+    private readonly o: { store: DeliveryStore; urgentStore: DeliveryStore; endpoints: EndpointStore; cache: EndpointCache; clock: Clock; logger: Logger },
+  ) {
+    this.writers = { urgent: this.makeWriters(MAX_WRITE.urgent, o.urgentStore), background: this.makeWriters(MAX_WRITE.background, o.store) };
+  }
 
-  private makeWriters(maxWrite: number) {
+  private makeWriters(maxWrite: number, store: DeliveryStore) {
     return {
-      claims: new GroupCommit<WorkItem, Claim>((items) => this.writeClaims(items), maxWrite),
-      outcomes: new GroupCommit<AttemptEntry, boolean>((entries) => this.writeOutcomes(entries), maxWrite),
+      claims: new GroupCommit<WorkItem, Claim>((items) => this.writeClaims(items, store), maxWrite),
+      outcomes: new GroupCommit<AttemptEntry, boolean>((entries) => this.writeOutcomes(entries, store), maxWrite),
     };
   }
 
@@ -77,8 +80,7 @@ export class AttemptLog {
     return this.writers[urgent ? "urgent" : "background"].outcomes.add(entry);
   }
 
-  private async writeClaims(items: WorkItem[]): Promise<Claim[]> {
-    const { store } = this.o;
+  private async writeClaims(items: WorkItem[], store: DeliveryStore): Promise<Claim[]> {
     const now = this.o.clock.now();
     const firsts = items.filter((i) => i.number === 1);
     const later = items.filter((i) => i.number > 1);
@@ -112,7 +114,7 @@ export class AttemptLog {
   }
 
   /** The endpoints' counts first (which may disable one, flagging the attempt that did), then the attempts. */
-  private async writeOutcomes(entries: AttemptEntry[]): Promise<boolean[]> {
+  private async writeOutcomes(entries: AttemptEntry[], store: DeliveryStore): Promise<boolean[]> {
     const disabling = new Set<AttemptEntry>();
     const byEndpoint = new Map<string, AttemptEntry[]>();
     for (const entry of entries) {
@@ -154,7 +156,7 @@ export class AttemptLog {
       }),
     );
     return insertNew(
-      this.o.store.attempts,
+      store.attempts,
       entries.map((e): AttemptRecord => ({
         _id: e.trigger === "manual" ? manualAttemptId(e.item.deliveryId, e.number) : automaticAttemptId(e.item.deliveryId, e.number),
         delivery_id: e.item.deliveryId,
