@@ -2,6 +2,7 @@ import { ObjectId, type Collection } from "mongodb";
 import { FlowResponseSchema } from "../../gen/messaging/v1/flow_responses_pb.js";
 import type { EventBus } from "../events/event-bus.js";
 import { toRestJson } from "../gateway/rest-json.js";
+import { createRunTracker } from "../jobs/run-tracker.js";
 import type { JobSpec, Scheduler } from "../jobs/scheduler.js";
 import { MediaFetchError, type FetchedMedia, type NetworkAdapter } from "../network/network.js";
 import type { Clock } from "../shared/clock.js";
@@ -91,8 +92,7 @@ export function createFileFetcher(deps: {
   options: FileFetchOptions;
 }): FileFetcher {
   const { responses: col, files, network, events, scheduler, clock, logger, options } = deps;
-  const running = new Set<Promise<void>>();
-  let stopping = false;
+  const runs = createRunTracker();
 
   async function enqueue(id: string, at?: Date): Promise<void> {
     if (at && at.getTime() > clock.now().getTime()) await scheduler.agenda.schedule(at, FETCH_FILES_JOB, { flow_response_id: id });
@@ -184,22 +184,10 @@ export function createFileFetcher(deps: {
       concurrency: 4,
       removeOnComplete: true,
       lockLifetimeMs: FETCH_CLAIM_TIMEOUT_MS,
-      async run(data) {
-        if (stopping) return;
-        const run = attempt(data.flow_response_id);
-        running.add(run);
-        try {
-          await run;
-        } finally {
-          running.delete(run);
-        }
-      },
+      run: (data) => runs.run(() => attempt(data.flow_response_id)),
     },
     enqueue,
-    async stop() {
-      stopping = true;
-      await Promise.allSettled(running);
-    },
+    stop: () => runs.stop(),
     async recover() {
       const now = clock.now();
       let count = 0;

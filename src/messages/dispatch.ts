@@ -1,4 +1,5 @@
 import type { Collection } from "mongodb";
+import { createRunTracker } from "../jobs/run-tracker.js";
 import type { JobSpec, Scheduler } from "../jobs/scheduler.js";
 import { NetworkSendError, type NetworkAdapter, type NetworkErrorInfo } from "../network/network.js";
 import type { Clock } from "../shared/clock.js";
@@ -78,8 +79,7 @@ export function createDispatcher(deps: {
   options: DispatchOptions;
 }): Dispatcher {
   const { messages, scheduler, network, inbound, clock, logger, options } = deps;
-  const running = new Set<Promise<void>>();
-  let stopping = false;
+  const runs = createRunTracker();
 
   async function fail(message: MessageRecord, error: NetworkErrorInfo): Promise<void> {
     await messages.updateOne({ _id: message._id }, { $set: { "dispatch.state": "done", "dispatch.last_error": error } });
@@ -142,22 +142,10 @@ export function createDispatcher(deps: {
       name: DISPATCH_JOB,
       concurrency: 20,
       removeOnComplete: true,
-      async run(data) {
-        if (stopping) return;
-        const run = attempt(data.message_id);
-        running.add(run);
-        try {
-          await run;
-        } finally {
-          running.delete(run);
-        }
-      },
+      run: (data) => runs.run(() => attempt(data.message_id)),
     },
     enqueue,
-    async stop() {
-      stopping = true;
-      await Promise.allSettled(running);
-    },
+    stop: () => runs.stop(),
     async recover() {
       const now = clock.now();
       let count = 0;
