@@ -189,7 +189,7 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     await context.close();
   });
 
-  it("shows a wrong password as an error and serves the page with a strict CSP", async () => {
+  it("shows a wrong password as an error, signs the operator in with the console token, and serves the page with a strict CSP", async () => {
     const res = await fetch(t.consoleUrl);
     expect(res.headers.get("content-security-policy")).toContain("default-src 'self'");
     const context = await browser.newContext();
@@ -199,6 +199,16 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     await fresh.fill("#password", "not the password");
     await fresh.click("button[type=submit]");
     await expect.poll(() => fresh.textContent("[role=alert]")).toBe("Wrong email or password");
+
+    // The operator signs in with the console token alone.
+    await fresh.fill("#email", "");
+    await fresh.fill("#password", "");
+    await fresh.click("button[type=submit]");
+    await expect.poll(() => fresh.textContent("[role=alert]")).toBe("Enter your email and password, or a console token");
+    await fresh.fill("#token", TEST_CONSOLE_TOKEN);
+    await fresh.click("button[type=submit]");
+    await expect.poll(() => fresh.textContent("#who")).toBe("operator");
+    await expect.poll(() => fresh.locator("#workspace option", { hasText: "Browser workspace" }).count()).toBe(1);
     await context.close();
   });
 });

@@ -60,38 +60,30 @@ function renderSignIn(message) {
   document.getElementById("workspace").hidden = true;
   document.getElementById("sign-out").hidden = true;
   document.getElementById("who").textContent = "";
-  const email = el("input", { type: "email", name: "email", required: true, autocomplete: "username" });
-  const password = el("input", { type: "password", name: "password", required: true, autocomplete: "current-password" });
-  const token = el("input", { type: "password", name: "token", autocomplete: "off" });
-  const status = el("div");
-  const form = el(
-    "form",
-    {
-      class: "grid",
-      onsubmit: async (event) => {
-        event.preventDefault();
-        status.replaceChildren();
-        try {
-          if (token.value) {
-            state.token = token.value;
-          } else {
-            const session = await api("POST", "/console/v1/sessions", { email: email.value, password: password.value });
-            state.token = session.token;
-          }
-          sessionStorage.setItem("console-token", state.token);
-          await start();
-        } catch (err) {
-          state.token = null;
-          status.append(errorLine(err));
-        }
-      },
-    },
-    el("label", { for: "email" }, "Email"), Object.assign(email, { id: "email" }),
-    el("label", { for: "password" }, "Password"), Object.assign(password, { id: "password" }),
-    el("label", { for: "token" }, "or console token"), Object.assign(token, { id: "token" }),
-    el("span"), el("div", {}, el("button", { class: "primary", type: "submit" }, "Sign in")),
+  // Email and password, or the console token instead: neither pair is required on its own.
+  const email = el("input", { type: "email", name: "email", id: "email", autocomplete: "username" });
+  const password = el("input", { type: "password", name: "password", id: "password", autocomplete: "current-password" });
+  const token = el("input", { type: "password", name: "token", id: "token", autocomplete: "off" });
+  const form = createForm("Sign in", async () => {
+    try {
+      if (token.value) {
+        state.token = token.value;
+      } else {
+        if (!email.value || !password.value) throw new Error("Enter your email and password, or a console token");
+        state.token = (await api("POST", "/console/v1/sessions", { email: email.value, password: password.value })).token;
+      }
+      sessionStorage.setItem("console-token", state.token);
+      await start();
+    } catch (err) {
+      state.token = null;
+      throw err;
+    }
+  },
+    el("label", { for: "email" }, "Email"), email,
+    el("label", { for: "password" }, "Password"), password,
+    el("label", { for: "token" }, "or console token"), token,
   );
-  app.replaceChildren(el("section", { class: "card" }, el("h2", {}, "Sign in"), message ? el("p", { class: "muted" }, message) : null, form, status));
+  app.replaceChildren(el("section", { class: "card" }, el("h2", {}, "Sign in"), message ? el("p", { class: "muted" }, message) : null, form));
 }
 
 async function start() {
