@@ -1,14 +1,12 @@
-import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebhookEndpointService } from "../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
 import type { EventType } from "../src/events/event-bus.js";
-import { projectRoot } from "../src/store/embedded-ferretdb.js";
 import { verifyWebhookSignature } from "../src/webhooks/signature.js";
 import { clientFor, rest } from "./helpers/clients.js";
 import { answerOk, answerStatus, failTimes, startReceiver, type Receiver, type ReceiverBehavior } from "./helpers/receivers.js";
-import { msgsvc as runMsgsvc } from "./helpers/messaging.js";
+import { msgsvc as runMsgsvc, spawnMsgsvc } from "./helpers/messaging.js";
 import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 /*
@@ -437,10 +435,7 @@ describe("msgsvc webhooks, deliveries, attempts", () => {
 describe("msgsvc webhooks listen", () => {
   it("receives the workspace's events on a local receiver, verifies them, and deletes its endpoint on Ctrl-C", async () => {
     const ws = await t.createWorkspace();
-    const child = spawn(process.execPath, ["src/cli/bin.mjs", "webhooks", "listen", "--workspace", ws, "--events", "message.delivered"], {
-      cwd: projectRoot,
-      env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: TEST_CONSOLE_TOKEN },
-    });
+    const child = spawnMsgsvc(t, ["webhooks", "listen", "--workspace", ws, "--events", "message.delivered"]);
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));

@@ -1,6 +1,6 @@
 import { SenderService } from "../../gen/messaging/console/v1/senders_pb.js";
 import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js";
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { projectRoot } from "../../src/store/embedded-ferretdb.js";
 import { TEST_CONSOLE_TOKEN, type TestService } from "./test-service.js";
 
@@ -38,13 +38,18 @@ export async function createTemplate(
   return template!.id;
 }
 
+/** Starts the msgsvc bin against the test service's console (as the operator unless given a token), for commands that keep running. */
+export function spawnMsgsvc(t: TestService, args: string[], token = TEST_CONSOLE_TOKEN): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ["src/cli/bin.mjs", ...args], {
+    cwd: projectRoot,
+    env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: token },
+  });
+}
+
 /** Runs the msgsvc bin against the test service's console (as the operator unless given a token); resolves to its exit code and output. */
 export function msgsvc(t: TestService, args: string[], token = TEST_CONSOLE_TOKEN): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["src/cli/bin.mjs", ...args], {
-      cwd: projectRoot,
-      env: { ...process.env, CONSOLE_URL: t.consoleUrl, CONSOLE_TOKEN: token },
-    });
+    const child = spawnMsgsvc(t, args, token);
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));

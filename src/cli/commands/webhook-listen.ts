@@ -42,6 +42,8 @@ export function webhookListenCommand(ctx: CliContext): Command {
           size += chunk.length;
           if (size <= MAX_BODY_BYTES) chunks.push(chunk);
         });
+        const report = (outcome: string) =>
+          ctx.say(`${new Date().toISOString()}  ${req.headers["service-event"] ?? "?"}  ${req.headers["service-delivery"] ?? "?"}  ${outcome}`, false);
         req.on("end", () => {
           const body = Buffer.concat(chunks);
           let verdict = "signature ok";
@@ -51,12 +53,12 @@ export function webhookListenCommand(ctx: CliContext): Command {
           } catch (err) {
             verdict = err instanceof WebhookSignatureError ? `signature refused: ${err.reason}` : `refused: ${(err as Error).message}`;
             res.writeHead(400, { "content-type": "text/plain" }).end(verdict);
-            ctx.say(`${new Date().toISOString()}  ${req.headers["service-event"] ?? "?"}  ${req.headers["service-delivery"] ?? "?"}  ${verdict}`, false);
+            report(verdict);
             return;
           }
           res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ received: true }));
           if (o.json) ctx.printJson(JSON.parse(body.toString("utf8")));
-          else ctx.say(`${new Date().toISOString()}  ${req.headers["service-event"]}  ${req.headers["service-delivery"]}  ${verdict}  → ${status}`, false);
+          else report(`${verdict}  → ${status}`);
         });
       });
       await new Promise<void>((resolve, reject) => server.once("error", reject).listen(port, "127.0.0.1", resolve));
