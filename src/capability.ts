@@ -21,13 +21,6 @@ export interface Platform {
   readonly config: Config & { mongodbUri: string };
   readonly client: MongoClient;
   readonly db: Db;
-  /**
-   * The same database through connections the embedded database's command
-   * gate admits first (PRIORITY_APP_NAME): for small writes on a latency
-   * path, such as new events and their first webhook attempts, that must not
-   * queue behind bulk work.
-   */
-  readonly priorityDb: Db;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly scheduler: Scheduler;
@@ -59,8 +52,8 @@ export interface Capability {
   readonly consoleHttpRoutes?: readonly HttpRoute[];
   /** Background jobs this capability defines. */
   readonly jobs?: readonly JobSpec<never>[];
-  /** Jobs to run on a schedule by one worker, with their interval (for example "1 minute"). */
-  readonly schedules?: readonly { job: string; every: string }[];
+  /** Jobs to run on a schedule by one worker, with their interval in ms. */
+  readonly schedules?: readonly { job: string; everyMs: number }[];
   /** Creates the capability's indexes (at start-up, every role). */
   ensureIndexes?(): Promise<void>;
   /** Starts in-process work (for example the network simulator) once the service runs. */

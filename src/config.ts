@@ -126,6 +126,7 @@ const schema = z.object({
   DISPATCH_RETRY_MAX_MS: integer(600_000, 1, 86_400_000, "milliseconds"),
   DISPATCH_CLAIM_TIMEOUT_MS: integer(60_000, 100, 3_600_000, "milliseconds"),
   MESSAGES_SWEEP_INTERVAL_MS: integer(30_000, 100, 3_600_000, "milliseconds"),
+  RECOVERY_AGE_MS: integer(60_000, 1000, 3_600_000, "milliseconds"),
   SIMULATOR_SENT_DELAY_MS: integer(200, 0, 3_600_000, "milliseconds"),
   SIMULATOR_DELIVERED_DELAY_MS: integer(1000, 0, 3_600_000, "milliseconds"),
   SIMULATOR_READ_DELAY_MS: integer(2000, 0, 3_600_000, "milliseconds"),
@@ -188,7 +189,7 @@ export interface Config {
   consoleAdminPassword: string | undefined;
   /** Lifetime of a console session, in hours. */
   consoleSessionTtlHours: number;
-  /** MongoDB connection string; undefined starts the embedded FerretDB. */
+  /** MongoDB connection string; undefined starts the embedded database (mongo-java-server). */
   mongodbUri: string | undefined;
   /** Database name. */
   mongodbDatabase: string;
@@ -224,6 +225,12 @@ export interface Config {
   dispatchClaimTimeoutMs: number;
   /** Interval of the messages recovery sweep, in ms. */
   messagesSweepIntervalMs: number;
+  /**
+   * A step a process left half-done (a credit change without its ledger entry,
+   * a stored network report not yet applied) is completed by the messages
+   * sweep once older than this, in ms: longer than any live request takes.
+   */
+  recoveryAgeMs: number;
   /** Simulator: delay from acceptance to the network's "sent" report, in ms. */
   simulatorSentDelayMs: number;
   /** Simulator: delay from acceptance to "delivered", in ms. */
@@ -342,6 +349,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dispatchRetryMaxMs: v.DISPATCH_RETRY_MAX_MS,
     dispatchClaimTimeoutMs: v.DISPATCH_CLAIM_TIMEOUT_MS,
     messagesSweepIntervalMs: v.MESSAGES_SWEEP_INTERVAL_MS,
+    recoveryAgeMs: v.RECOVERY_AGE_MS,
     simulatorSentDelayMs: v.SIMULATOR_SENT_DELAY_MS,
     simulatorDeliveredDelayMs: v.SIMULATOR_DELIVERED_DELAY_MS,
     simulatorReadDelayMs: v.SIMULATOR_READ_DELAY_MS,

@@ -18,7 +18,6 @@ import { createConsoleUserStore } from "./console/users/user-store.js";
 import { createTenancyCapability } from "./console/tenancy-capability.js";
 import { createWebhooksCapability } from "./webhooks/webhooks-capability.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
-import { PRIORITY_APP_NAME } from "./store/command-gate.js";
 import { createMessagingCapabilities } from "./messages/messaging-capability.js";
 import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gateway/interceptors.js";
 import { createRpcServer, type RpcServer } from "./gateway/rpc-server.js";
@@ -98,20 +97,17 @@ export async function startService(options: StartOptions): Promise<RunningServic
   const client = new MongoClient(config.mongodbUri, { ignoreUndefined: true, serverSelectionTimeoutMS: 10_000 });
   await client.connect();
   const db = client.db(config.mongodbDatabase);
-  const priorityClient = new MongoClient(config.mongodbUri, { ignoreUndefined: true, serverSelectionTimeoutMS: 10_000, appName: PRIORITY_APP_NAME, maxPoolSize: 10 });
-  await priorityClient.connect();
-  const priorityDb = priorityClient.db(config.mongodbDatabase);
 
   const workspaces = createWorkspaceStore(db, clock);
   const keys = createApiKeyStore(db, clock);
   const rateLimiter = createRateLimiter(db, clock);
-  const requestLog = createRequestLog(db, { flushMs: config.requestLogFlushMs, logger });
-  const events = createEventBus(priorityDb, clock, logger);
+  const requestLog = createRequestLog(db, { flushMs: config.requestLogFlushMs, retentionMs: config.requestLogRetentionDays * 86_400_000, logger });
+  const events = createEventBus(db, clock, logger);
   for (const store of [workspaces, keys, rateLimiter, requestLog, events]) await store.ensureIndexes();
 
   const scheduler = createScheduler(db, logger, config.jobPollIntervalMs);
   scheduler.define(
-    createPruneJob({ requestLog, rateLimiter, retentionDays: config.requestLogRetentionDays, clock, logger }),
+    createPruneJob({ requestLog, rateLimiter, clock, logger }),
   );
 
   const admission = createAdmission({
@@ -141,7 +137,6 @@ export async function startService(options: StartOptions): Promise<RunningServic
     config,
     client,
     db,
-    priorityDb,
     clock,
     logger,
     scheduler,
@@ -216,8 +211,8 @@ export async function startService(options: StartOptions): Promise<RunningServic
   }
   if (config.role !== "api") {
     await scheduler.start();
-    await scheduler.every("10 minutes", PRUNE_JOB);
-    for (const { job, every } of capabilities.flatMap((c) => c.schedules ?? [])) await scheduler.every(every, job);
+    await scheduler.every(600_000, PRUNE_JOB);
+    for (const { job, everyMs } of capabilities.flatMap((c) => c.schedules ?? [])) await scheduler.every(everyMs, job);
   }
   for (const capability of capabilities) await capability.start?.();
   logger.info({ role: config.role, publicPort, consolePort }, "service started");
@@ -242,7 +237,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
       await scheduler.stop();
       await admission.flushUsage().catch((err: unknown) => logger.warn({ err }, "recording key use failed"));
       await requestLog.close();
-      await Promise.all([client.close(), priorityClient.close()]);
+      await client.close();
       logger.info("service stopped");
     },
   };

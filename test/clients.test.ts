@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
 import { ensurePythonVenv, missingToolchain, mustRun } from "../src/codegen/toolchain.js";
 import { OPENAPI_DOCUMENT } from "../src/openapi/openapi-capability.js";
-import { projectRoot } from "../src/store/embedded-ferretdb.js";
+import { projectRoot } from "../src/shared/project-root.js";
 import { rest } from "./helpers/clients.js";
 import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
 import { createOpenApiChecker, type OpenApiChecker } from "./helpers/openapi.js";

@@ -115,8 +115,9 @@ describe("request log (spec §What the service does, 5)", () => {
       error_code: "invalid_key",
       client_address: "127.0.0.1",
       duration_ms: 1,
+      expires_at: new Date(old.getTime() + 30 * 86_400_000),
     });
-    const deleted = await t.service.requestLog.prune(30, { now: () => new Date() });
+    const deleted = await t.service.requestLog.prune({ now: () => new Date() });
     expect(deleted).toBeGreaterThanOrEqual(1);
     expect(await t.service.requestLog.collection.findOne({ _id: "req_old_row" })).toBeNull();
     expect(await t.service.requestLog.collection.countDocuments()).toBeGreaterThan(0);

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 // Through the package's export, as a receiver's Node project imports it.
 import { verifyWebhookSignature, WebhookSignatureError } from "messaging-service/webhooks/signature";
 import { missingToolchain, runCommand } from "../src/codegen/toolchain.js";
-import { projectRoot } from "../src/store/embedded-ferretdb.js";
+import { projectRoot } from "../src/shared/project-root.js";
 import { buildSignatureVectors, SIGNATURE_VECTORS_FILE, type SignatureVectors } from "../src/codegen/signature-vectors.js";
 
 /*

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { projectRoot } from "../store/embedded-ferretdb.js";
+import { projectRoot } from "../shared/project-root.js";
 import { writeSignatureVectors } from "./signature-vectors.js";
 import { ensureGoTools, ensurePythonVenv, mustRun } from "./toolchain.js";
 

@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { projectRoot } from "../store/embedded-ferretdb.js";
+import { projectRoot } from "../shared/project-root.js";
 import { computeSignature, signWebhookPayload, type WebhookSignatureFailure } from "../webhooks/signature.js";
 
 /** The shared vectors file that the Node, Go and Python verifiers are all checked against. */

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { access, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { projectRoot } from "../store/embedded-ferretdb.js";
+import { projectRoot } from "../shared/project-root.js";
 
 /*
  * The tools that generation and the client checks need beyond node_modules,

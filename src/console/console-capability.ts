@@ -37,7 +37,7 @@ export function createConsoleCapability(platform: Platform, auditLog: AuditLog):
     ],
     consoleHttpRoutes: webConsoleRoutes(),
     jobs: [pruneSessions as JobSpec<never>],
-    schedules: [{ job: PRUNE_SESSIONS_JOB, every: "1 hour" }],
+    schedules: [{ job: PRUNE_SESSIONS_JOB, everyMs: 3_600_000 }],
     async ensureIndexes() {
       await consoleUsers.ensureIndexes();
       await auditLog.ensureIndexes();

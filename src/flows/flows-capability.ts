@@ -61,7 +61,7 @@ export function createFlowsCapability(
     publicServices: [registerService(FlowResponseService, createFlowResponseService({ responses, files }))],
     consoleServices: [registerService(SimulatorService, createFlowSimulatorService({ simulator: deps.simulator, messages: deps.messages, responses }))],
     jobs: [fetcher.job as never, { name: FLOWS_SWEEP_JOB, concurrency: 1, run: sweep }],
-    schedules: [{ job: FLOWS_SWEEP_JOB, every: `${config.messagesSweepIntervalMs} milliseconds` }],
+    schedules: [{ job: FLOWS_SWEEP_JOB, everyMs: config.messagesSweepIntervalMs }],
     async ensureIndexes() {
       await responses.ensureIndexes();
       await deps.messages.collection.createIndex({ flow_token: 1, to: 1 });

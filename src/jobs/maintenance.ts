@@ -9,14 +9,16 @@ export const PRUNE_JOB = "maintenance.prune";
 
 /**
  * The retention job, run every 10 minutes by one worker: deletes request-log
- * rows older than REQUEST_LOG_RETENTION_DAYS and rate windows that have
- * ended. (FerretDB v1 has no TTL indexes, so retention is a job on every
- * database alike.) A failed run is simply done again at the next interval.
+ * rows and rate windows whose `expires_at` has passed. Both collections carry
+ * a TTL index on `expires_at` too, but MongoDB's TTL monitor is a background
+ * pass (once a minute, and it may fall behind), and not every MongoDB-wire
+ * server runs one: this job is what bounds them by their retention on any
+ * server. Reads check `expires_at` themselves. A failed run is simply done
+ * again at the next interval.
  */
 export function createPruneJob(deps: {
   requestLog: RequestLog;
   rateLimiter: RateLimiter;
-  retentionDays: number;
   clock: Clock;
   logger: Logger;
 }): JobSpec {
@@ -24,7 +26,7 @@ export function createPruneJob(deps: {
     name: PRUNE_JOB,
     concurrency: 1,
     async run() {
-      const requestLogRows = await deps.requestLog.prune(deps.retentionDays, deps.clock);
+      const requestLogRows = await deps.requestLog.prune(deps.clock);
       const rateWindows = await deps.rateLimiter.prune();
       deps.logger.info({ requestLogRows, rateWindows }, "retention: old rows deleted");
     },

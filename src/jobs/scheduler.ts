@@ -32,8 +32,12 @@ export interface Scheduler {
    * example once a run finished and more may be waiting in the database).
    */
   poke(name: string): void;
-  /** Makes `name` run every `interval` (for example "10 minutes"); one schedule across processes. */
-  every(interval: string, name: string): Promise<void>;
+  /**
+   * Makes `name` run every `intervalMs` ms; one schedule across processes.
+   * Always a number: Agenda reads a string through human-interval, which
+   * takes "30000 milliseconds" for 30,000 seconds (test/scheduler.test.ts).
+   */
+  every(intervalMs: number, name: string): Promise<void>;
   /** Starts processing jobs (worker role). */
   start(): Promise<void>;
   /** Stops processing; running jobs are unlocked so another worker picks them up. */
@@ -71,8 +75,8 @@ export function createScheduler(db: Db, logger: Logger, processEveryMs = 5000): 
       const now = new Date();
       notifications.publish({ jobId: name as JobId, jobName: name, nextRunAt: now, priority: 0, timestamp: now }).catch((err: unknown) => logger.warn({ err }, "job poke failed"));
     },
-    async every(interval, name) {
-      await agenda.every(interval, name, undefined, { skipImmediate: true });
+    async every(intervalMs, name) {
+      await agenda.every(intervalMs, name, undefined, { skipImmediate: true });
     },
     async start() {
       await agenda.start();

@@ -10,6 +10,14 @@ import type { MessageRecord } from "./message-store.js";
 /** Name of the job that hands one message to the network. */
 export const DISPATCH_JOB = "messages.dispatch";
 
+/**
+ * How long Agenda keeps a dispatch run locked, in ms. A run held by a process
+ * that died is taken over once its lock is this old (Agenda's default is 10
+ * minutes). A run that outlives its lock in a live process is harmless: the
+ * message's own claim (dispatch.state) lets only one run call the network.
+ */
+export const DISPATCH_LOCK_MS = 10_000;
+
 /** Retry rules of dispatch (DISPATCH_* configuration). */
 export interface DispatchOptions {
   maxAttempts: number;
@@ -141,6 +149,7 @@ export function createDispatcher(deps: {
     job: {
       name: DISPATCH_JOB,
       concurrency: 20,
+      lockLifetimeMs: DISPATCH_LOCK_MS,
       removeOnComplete: true,
       run: (data) => runs.run(() => attempt(data.message_id)),
     },

@@ -20,6 +20,8 @@ export interface IdempotencyRecord {
   /** "in_progress" until the message is stored. */
   state: "in_progress" | "completed";
   created_at: Date;
+  /** created_at + 24 h: the TTL index deletes the record after it; begin() treats it as free from then on. */
+  expires_at: Date;
 }
 
 /** What a send with an Idempotency-Key should do. */
@@ -46,7 +48,7 @@ export function isValidIdempotencyKey(key: string): boolean {
   return /^[\x21-\x7e]{1,255}$/.test(key);
 }
 
-/** Idempotency-Key bookkeeping (scoped to the API key, kept 24 h, pruned by the sweep: FerretDB has no TTL indexes). */
+/** Idempotency-Key bookkeeping (scoped to the API key, kept 24 h: a TTL index deletes the record, begin() checks its age itself, and the sweep prunes it on servers without a TTL monitor). */
 export interface IdempotencyStore {
   readonly collection: Collection<IdempotencyRecord>;
   /**
@@ -83,7 +85,7 @@ export function createIdempotencyStore(db: Db, clock: Clock): IdempotencyStore {
       const now = clock.now();
       for (let attempt = 0; attempt < 3; attempt++) {
         try {
-          await collection.insertOne({ _id: id, fingerprint, message_id: messageId, state: "in_progress", created_at: now });
+          await collection.insertOne({ _id: id, fingerprint, message_id: messageId, state: "in_progress", created_at: now, expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) });
           return proceed(id, messageId);
         } catch (err) {
           if (!isDuplicateKeyError(err)) throw err;
@@ -111,18 +113,18 @@ export function createIdempotencyStore(db: Db, clock: Clock): IdempotencyStore {
         // The first request stopped before storing its message: take the key over, keeping its message id.
         const taken = await collection.findOneAndUpdate(
           { _id: id, state: "in_progress", created_at: existing.created_at },
-          { $set: { created_at: now } },
+          { $set: { created_at: now, expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } },
         );
         if (taken) return proceed(id, existing.message_id);
       }
       throw apiError("conflict", "A request with this Idempotency-Key is still in progress; retry shortly", { idempotency_key: key });
     },
     async prune() {
-      const result = await collection.deleteMany({ created_at: { $lt: new Date(clock.now().getTime() - IDEMPOTENCY_TTL_MS) } });
+      const result = await collection.deleteMany({ expires_at: { $lte: clock.now() } });
       return result.deletedCount;
     },
     async ensureIndexes() {
-      await collection.createIndex({ created_at: 1 });
+      await collection.createIndex({ expires_at: 1 }, { expireAfterSeconds: 0 });
     },
   };
 }

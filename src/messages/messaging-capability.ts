@@ -22,10 +22,6 @@ import { createMessageStore } from "./message-store.js";
 /** Name of the recovery sweep job. */
 export const MESSAGES_SWEEP_JOB = "messages.sweep";
 
-/** Credit changes pending longer than this are completed by the sweep (a request may still be completing it), in ms. */
-const RECOVERY_AGE_MS = 5 * 60 * 1000;
-/** Reports stored but not applied for longer than this are applied by the sweep, in ms. */
-const REPORT_RECOVERY_AGE_MS = 30_000;
 
 /**
  * Sending messages: the senders, templates and credits capabilities, and
@@ -65,8 +61,8 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
   });
   const sweep = async () => {
     const rescheduled = await dispatcher.recover();
-    const reports = await inbound.recover(REPORT_RECOVERY_AGE_MS);
-    const creditOps = await credits.recover(RECOVERY_AGE_MS, messages.exists);
+    const reports = await inbound.recover(config.recoveryAgeMs);
+    const creditOps = await credits.recover(config.recoveryAgeMs, messages.exists);
     const idempotencyKeys = await idempotency.prune();
     if (rescheduled + reports + creditOps + idempotencyKeys > 0) {
       logger.info({ rescheduled, reports, creditOps, idempotencyKeys }, "messages sweep: recovered work");
@@ -99,7 +95,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     ],
     httpRoutes: network.httpRoutes,
     jobs: [dispatcher.job as never, { name: MESSAGES_SWEEP_JOB, concurrency: 1, run: sweep }],
-    schedules: [{ job: MESSAGES_SWEEP_JOB, every: `${config.messagesSweepIntervalMs} milliseconds` }],
+    schedules: [{ job: MESSAGES_SWEEP_JOB, everyMs: config.messagesSweepIntervalMs }],
     async ensureIndexes() {
       for (const store of [messages, idempotency, inbound]) await store.ensureIndexes();
     },

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { Capability } from "../capability.js";
-import { projectRoot } from "../store/embedded-ferretdb.js";
+import { projectRoot } from "../shared/project-root.js";
 
 /** The generated OpenAPI 3.1 document of the public REST API (`npm run generate` writes it). */
 export const OPENAPI_DOCUMENT = path.join(projectRoot, "gen", "openapi", "messaging.v1.openapi.json");

@@ -48,6 +48,8 @@ interface WindowRecord {
   count: number;
   /** Ids of the processes that took leases in this window. */
   holders: string[];
+  /** One window after the window's end: the TTL index deletes it then (reads go by `_id`, which names the window). */
+  expires_at: Date;
 }
 
 /** What this process holds of one subject's current window. */
@@ -109,7 +111,7 @@ export function createRateLimiter(db: Db, clock: Clock): RateLimiter {
       const current = await collection.findOne({ _id: id });
       if (!current) {
         try {
-          await collection.insertOne({ _id: id, subject, window_start: new Date(start), count: n, holders: [processId] });
+          await collection.insertOne({ _id: id, subject, window_start: new Date(start), count: n, holders: [processId], expires_at: new Date(start + 2 * WINDOW_MS) });
           return { granted: n, count: n, holders: 1 };
         } catch (err) {
           if (!isDuplicateKeyError(err)) throw err;
@@ -158,12 +160,11 @@ export function createRateLimiter(db: Db, clock: Clock): RateLimiter {
       return { allowed: true, limit, remaining: Math.max(0, limit - lease.knownCount + lease.spare), resetSeconds };
     },
     async prune() {
-      const now = clock.now().getTime();
-      const result = await collection.deleteMany({ window_start: { $lt: new Date(now - (now % WINDOW_MS) - WINDOW_MS) } });
+      const result = await collection.deleteMany({ expires_at: { $lte: clock.now() } });
       return result.deletedCount;
     },
     async ensureIndexes() {
-      await collection.createIndex({ window_start: 1 });
+      await collection.createIndex({ expires_at: 1 }, { expireAfterSeconds: 0 });
     },
   };
 }

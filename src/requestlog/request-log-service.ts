@@ -53,17 +53,17 @@ export function createRequestLogService(deps: {
   const { requestLog, workspaces, clock } = deps;
   const rows = requestLog.collection;
 
-  /** The workspace part of the filter, after the access check. */
+  /** The workspace part of the filter, after the access check; rows past their retention are never shown. */
   async function scope(context: Parameters<typeof requireWorkspaceAccess>[0], workspaceId: string): Promise<Filter<RequestLogRow>> {
     if (workspaceId === ALL_WORKSPACES) {
       if (!actsAsOperator(requestState(context).consoleActor)) {
         throw apiError("permission_denied", `Only the operator may read every workspace ("${ALL_WORKSPACES}")`);
       }
-      return {};
+      return { expires_at: { $gt: clock.now() } };
     }
     await requireWorkspace(workspaces, workspaceId);
     requireWorkspaceAccess(context, workspaceId, "read");
-    return { workspace_id: workspaceId };
+    return { workspace_id: workspaceId, expires_at: { $gt: clock.now() } };
   }
 
   const refusedSince = (since: Date): Filter<RequestLogRow> => ({ error_code: { $ne: null }, at: { $gte: since } });

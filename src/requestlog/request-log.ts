@@ -30,6 +30,12 @@ export interface RequestLogRow {
   client_address: string;
   /** Time from arrival to the end of the response, in milliseconds. */
   duration_ms: number;
+  /**
+   * End of the row's retention (`at` + REQUEST_LOG_RETENTION_DAYS when it was
+   * written): MongoDB's TTL index deletes the row after it, reads skip it, and
+   * the retention job deletes it on a server whose TTL monitor has not.
+   */
+  expires_at: Date;
 }
 
 /** Rows kept in memory while the database refuses writes, at most. */
@@ -46,20 +52,22 @@ export interface RequestLogOptions {
   flushMs: number;
   /** Rows per insert; a full batch is written at once. */
   batchSize?: number;
+  /** How long rows are kept, in ms (REQUEST_LOG_RETENTION_DAYS). */
+  retentionMs: number;
   logger: Logger;
 }
 
 /** The request log: rows are buffered and written in batches. */
 export interface RequestLog {
   readonly collection: Collection<RequestLogRow>;
-  /** Buffers a row; it is written within flushMs. */
-  record(row: RequestLogRow): void;
+  /** Buffers a row (its expires_at is set from the retention); it is written within flushMs. */
+  record(row: Omit<RequestLogRow, "expires_at">): void;
   /** Writes everything buffered now. */
   flush(): Promise<void>;
   /** Flushes and stops the timer (shutdown). */
   close(): Promise<void>;
-  /** Deletes rows older than `retentionDays`; returns how many. */
-  prune(retentionDays: number, clock: Clock): Promise<number>;
+  /** Deletes rows whose retention has ended; returns how many. */
+  prune(clock: Clock): Promise<number>;
   ensureIndexes(): Promise<void>;
 }
 
@@ -120,7 +128,7 @@ export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog
   return {
     collection,
     record(row) {
-      buffer.push(row);
+      buffer.push({ ...row, expires_at: new Date(row.at.getTime() + options.retentionMs) });
       if (buffer.length >= batchSize) void flush();
       else schedule();
     },
@@ -130,11 +138,11 @@ export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog
       if (timer) clearTimeout(timer);
       timer = undefined;
     },
-    async prune(retentionDays, clock) {
-      const before = new Date(clock.now().getTime() - retentionDays * 86_400_000);
-      return (await collection.deleteMany({ at: { $lt: before } })).deletedCount;
+    async prune(clock) {
+      return (await collection.deleteMany({ expires_at: { $lte: clock.now() } })).deletedCount;
     },
     async ensureIndexes() {
+      await collection.createIndex({ expires_at: 1 }, { expireAfterSeconds: 0 });
       await collection.createIndex({ at: -1 });
       await collection.createIndex({ workspace_id: 1, at: -1 });
       await collection.createIndex({ api_key_id: 1, at: -1 });

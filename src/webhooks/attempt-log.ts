@@ -49,14 +49,8 @@ export class AttemptLog {
   private readonly failedHere = new Set<string>();
   private readonly writers: Record<"urgent" | "background", ReturnType<AttemptLog["makeWriters"]>>;
 
-  /**
-   * `urgentStore` is the same store through the database's priority
-   * connections (Platform.priorityDb), for the urgent writers.
-   */
-  constructor(
-    private readonly o: { store: DeliveryStore; urgentStore: DeliveryStore; endpoints: EndpointStore; cache: EndpointCache; clock: Clock; logger: Logger },
-  ) {
-    this.writers = { urgent: this.makeWriters(MAX_WRITE.urgent, o.urgentStore), background: this.makeWriters(MAX_WRITE.background, o.store) };
+  constructor(private readonly o: { store: DeliveryStore; endpoints: EndpointStore; cache: EndpointCache; clock: Clock; logger: Logger }) {
+    this.writers = { urgent: this.makeWriters(MAX_WRITE.urgent, o.store), background: this.makeWriters(MAX_WRITE.background, o.store) };
   }
 
   private makeWriters(maxWrite: number, store: DeliveryStore) {

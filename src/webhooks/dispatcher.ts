@@ -43,8 +43,6 @@ export interface DispatcherOptions {
   events: EventBus;
   endpoints: EndpointStore;
   store: DeliveryStore;
-  /** The same store through the priority connections (Platform.priorityDb): new events' claims and outcomes. */
-  urgentStore: DeliveryStore;
   sender: WebhookSender;
   scheduler: Scheduler;
   clock: Clock;
@@ -107,7 +105,7 @@ export class Dispatcher {
     const { db, store, scheduler, clock, logger, endpoints } = o;
     this.cache = new EndpointCache(endpoints, o.secretKey);
     this.registry = new PublisherRegistry(db, clock, o.leaseMs, o.role, logger);
-    this.log = new AttemptLog({ store, urgentStore: o.urgentStore, endpoints, cache: this.cache, clock, logger });
+    this.log = new AttemptLog({ store, endpoints, cache: this.cache, clock, logger });
     this.batches = new RetryBatches({ db, store, scheduler, cache: this.cache, clock, schedule: o.schedule });
     this.sweep = new WebhookSweep({
       registry: this.registry,

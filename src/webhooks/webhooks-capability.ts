@@ -21,20 +21,19 @@ import { createWebhookService } from "./webhook-service.js";
  * @throws Error when WEBHOOK_SECRET_KEY is missing (the entry point supplies one for the embedded database).
  */
 export function createWebhooksCapability(platform: Platform): Capability {
-  const { config, db, priorityDb, clock, logger, scheduler, events, workspaces } = platform;
+  const { config, db, clock, logger, scheduler, events, workspaces } = platform;
   const secretKey = config.webhookSecretKey;
   if (!secretKey) {
     throw new Error("WEBHOOK_SECRET_KEY must be set: it encrypts the webhook signing secrets (32 bytes, hex or base64)");
   }
   const policy = { allowPrivateTargets: config.webhookAllowPrivateTargets, allowHttpLoopback: config.webhookAllowHttpLoopback };
-  const endpoints = createEndpointStore(priorityDb, clock, secretKey);
+  const endpoints = createEndpointStore(db, clock, secretKey);
   const store = createDeliveryStore(db);
   const dispatcher = new Dispatcher({
     db,
     events,
     endpoints,
     store,
-    urgentStore: createDeliveryStore(priorityDb),
     sender: createWebhookSender({ timeoutMs: config.webhookAttemptTimeoutMs, policy, clock }),
     scheduler,
     clock,
@@ -54,7 +53,7 @@ export function createWebhooksCapability(platform: Platform): Capability {
       registerService(DeliveryService, createDeliveryService({ store, endpoints, events, dispatcher })),
     ],
     jobs: dispatcher.jobs,
-    schedules: [{ job: SWEEP_JOB, every: String(config.webhookSweepIntervalMs) }],
+    schedules: [{ job: SWEEP_JOB, everyMs: config.webhookSweepIntervalMs }],
     async ensureIndexes() {
       await endpoints.ensureIndexes();
       await store.ensureIndexes();

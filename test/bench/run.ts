@@ -1,16 +1,18 @@
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { projectRoot, startEmbeddedFerretDb } from "../../src/store/embedded-ferretdb.js";
+import { projectRoot } from "../../src/shared/project-root.js";
+import { startEmbeddedMongo } from "../../src/store/embedded-mongo.js";
 import { runFilesBench } from "./files-bench.js";
 import { runMeBench } from "./me-bench.js";
 import { runMessagesBench } from "./messages-bench.js";
 import { runWebhookBench } from "./webhook-bench.js";
 
 /*
- * `npm run bench [-- --seconds N --concurrency N --backlogs 10000,100000 --only me|messages|webhooks|files --file-mib N]`:
- * runs the benchmarks against MONGODB_URI, or a fresh embedded FerretDB, and
- * prints their tables.
+ * `npm run bench [-- --seconds N --concurrency N --backlogs 10000,100000 --only me|messages|webhooks|files --file-mib N --backend h2|memory]`:
+ * runs the benchmarks against MONGODB_URI, or a fresh embedded mongo-java-server
+ * (the H2 file backend `npm start` uses, 100 ms commit interval; or its memory
+ * backend, as `npm test` uses), and prints their tables.
  */
 const { values } = parseArgs({
   options: {
@@ -19,15 +21,21 @@ const { values } = parseArgs({
     backlogs: { type: "string", default: "10000,100000" },
     only: { type: "string", default: "" },
     "file-mib": { type: "string", default: "64" },
+    backend: { type: "string", default: "h2" },
   },
 });
 const seconds = Number(values.seconds);
 const concurrency = Number(values.concurrency);
 
 const dataDir = path.join(".data", `bench-${process.pid}`);
-const embedded = process.env.MONGODB_URI ? undefined : await startEmbeddedFerretDb(dataDir);
+if (values.backend !== "h2" && values.backend !== "memory") throw new Error("--backend: must be h2 or memory");
+const embedded = process.env.MONGODB_URI
+  ? undefined
+  : await startEmbeddedMongo(
+      values.backend === "h2" ? { kind: "h2", file: path.join(dataDir, "database.mv"), commitIntervalMs: 100 } : { kind: "memory" },
+    );
 const mongodbUri = process.env.MONGODB_URI ?? (embedded?.uri as string);
-const database = embedded ? "embedded FerretDB v1 (SQLite) behind the command gate" : "MONGODB_URI";
+const database = embedded ? `embedded mongo-java-server (${values.backend} backend)` : "MONGODB_URI";
 try {
   process.stdout.write(`Machine: ${(await import("node:os")).cpus().length} cores, Node ${process.version}; database: ${database}\n\n`);
   const run = (name: string) => values.only === "" || values.only === name;

@@ -1,7 +1,5 @@
-import { rm } from "node:fs/promises";
-import path from "node:path";
 import type { TestProject } from "vitest/node";
-import { projectRoot, startEmbeddedFerretDb } from "../../src/store/embedded-ferretdb.js";
+import { startEmbeddedMongo } from "../../src/store/embedded-mongo.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -12,19 +10,15 @@ declare module "vitest" {
 
 /**
  * Starts the database for the whole run: MONGODB_URI when given (for
- * example a real MongoDB 7 replica set), else the embedded FerretDB in a
- * fresh folder that is removed afterwards.
+ * example a MongoDB 7 replica set), else one embedded mongo-java-server with
+ * its memory backend, shared by every suite (each uses a database of its own).
  */
 export default async function setup(project: TestProject) {
   if (process.env.MONGODB_URI) {
     project.provide("mongoUri", process.env.MONGODB_URI);
     return;
   }
-  const dataDir = path.join(".data", `test-${process.pid}`);
-  const db = await startEmbeddedFerretDb(dataDir);
+  const db = await startEmbeddedMongo({ kind: "memory" });
   project.provide("mongoUri", db.uri);
-  return async () => {
-    await db.stop();
-    await rm(path.join(projectRoot, dataDir), { recursive: true, force: true });
-  };
+  return () => db.stop();
 }

@@ -1,7 +1,7 @@
 import { SenderService } from "../../gen/messaging/console/v1/senders_pb.js";
 import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { projectRoot } from "../../src/store/embedded-ferretdb.js";
+import { projectRoot } from "../../src/shared/project-root.js";
 import { TEST_CONSOLE_TOKEN, type TestService } from "./test-service.js";
 
 /** Simulator and dispatch settings that compress seconds into milliseconds for tests. */

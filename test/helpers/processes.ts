@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import readline from "node:readline";
-import { projectRoot } from "../../src/store/embedded-ferretdb.js";
+import { projectRoot } from "../../src/shared/project-root.js";
 
 /** The key that encrypts webhook signing secrets in every test service and process (WEBHOOK_SECRET_KEY). */
 export const TEST_WEBHOOK_SECRET_KEY = "7e57".repeat(16);

@@ -120,7 +120,8 @@ export function createConsoleUserStore(db: Db, clock: Clock): ConsoleUserStore {
       await users.createIndex({ email: 1 }, { unique: true });
       await users.createIndex({ created_at: -1, _id: -1 });
       await sessions.createIndex({ user_id: 1 });
-      await sessions.createIndex({ expires_at: 1 });
+      // Ended sessions: deleted by MongoDB's TTL monitor (and the hourly prune job); reads check expires_at themselves.
+      await sessions.createIndex({ expires_at: 1 }, { expireAfterSeconds: 0 });
     },
   };
 }
