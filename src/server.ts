@@ -94,8 +94,18 @@ export async function startService(options: StartOptions): Promise<RunningServic
   const { config } = options;
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
-  const client = new MongoClient(config.mongodbUri, { ignoreUndefined: true, serverSelectionTimeoutMS: 10_000 });
-  await client.connect();
+  // Money and state are written with w: "majority" and read from the primary (DESIGN.md §5), stated here
+  // rather than left to the server's defaults.
+  const client = new MongoClient(config.mongodbUri, {
+    ignoreUndefined: true,
+    serverSelectionTimeoutMS: 10_000,
+    writeConcern: { w: "majority" },
+    readPreference: "primary",
+  });
+  await client.connect().catch((err: Error) => {
+    const where = config.mongodbUri.replace(/\/\/[^@/]*@/, "//***@");
+    throw new Error(`the database at ${where} cannot be reached (MONGODB_URI): ${err.message}`);
+  });
   const db = client.db(config.mongodbDatabase);
 
   const workspaces = createWorkspaceStore(db, clock);

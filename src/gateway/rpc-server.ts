@@ -285,9 +285,11 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
     gateway,
     listen(port, host) {
       return new Promise((resolve, reject) => {
-        server.once("error", reject);
+        const refused = (err: NodeJS.ErrnoException) =>
+          reject(err.code === "EADDRINUSE" ? new Error(`port ${port} on ${host} is already in use (set another PORT or CONSOLE_PORT)`) : err);
+        server.once("error", refused);
         server.listen(port, host, () => {
-          server.off("error", reject);
+          server.off("error", refused);
           resolve((server.address() as net.AddressInfo).port);
         });
       });

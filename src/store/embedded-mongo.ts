@@ -33,6 +33,8 @@ export type EmbeddedBackend =
 export interface EmbeddedDatabase {
   /** Connection string, `mongodb://127.0.0.1:<port>/`. */
   readonly uri: string;
+  /** Process id of the server (a JVM). */
+  readonly pid: number;
   /** Stops the server (committing the H2 store); resolves once the process has exited. */
   stop(): Promise<void>;
 }
@@ -154,6 +156,10 @@ function waitForPort(child: ChildProcess, timeoutMs: number, output: () => strin
       clearTimeout(timer);
       reject(new Error(`the embedded database exited with ${code}:\n${output()}`));
     });
+    child.once("error", (err) => {
+      clearTimeout(timer);
+      reject(new Error(`java could not be started (Java 17 runs the embedded database; or set MONGODB_URI): ${err.message}`));
+    });
   });
 }
 
@@ -175,6 +181,8 @@ export async function startEmbeddedMongo(backend: EmbeddedBackend, logger?: Logg
       "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
       // Its own shutdown warns about the clients it closes; not news.
       "-Dorg.slf4j.simpleLogger.log.de.bwaldvogel.mongo.MongoServer=error",
+      // It warns for each non-unique secondary index it ignores (it scans instead); they are declared for MongoDB.
+      "-Dorg.slf4j.simpleLogger.log.de.bwaldvogel.mongo.backend.AbstractMongoDatabase=error",
       "-cp",
       [launcher.classesDir, launcher.classpath].join(path.delimiter),
       "EmbeddedMongoServer",
@@ -192,6 +200,7 @@ export async function startEmbeddedMongo(backend: EmbeddedBackend, logger?: Logg
   logger?.info({ port, backend: backend.kind, ...(backend.kind === "h2" ? { file: path.relative(projectRoot, args[1]!) } : {}) }, "embedded database started");
   return {
     uri: `mongodb://127.0.0.1:${port}/`,
+    pid: child.pid!,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill("SIGTERM");
