@@ -45,8 +45,11 @@ export interface Dispatcher {
   enqueue(messageId: string, at?: Date): Promise<void>;
   /**
    * Recovery: schedules pending messages that are due and have no live
-   * job (their job was lost), and fails messages whose claim outlived
-   * DISPATCH_CLAIM_TIMEOUT_MS. Resolves to the count.
+   * job (their job was lost), fails messages whose claim outlived
+   * DISPATCH_CLAIM_TIMEOUT_MS, and finishes dispatches whose process
+   * stopped after recording the network's answer but before applying it
+   * (status still accepted: "sent" with the network id, or "failed" with
+   * the recorded error). Resolves to the count.
    */
   recover(): Promise<number>;
   /**
@@ -173,6 +176,19 @@ export function createDispatcher(deps: {
           await enqueue(_id);
           count++;
         }
+      }
+      const unapplied = await messages
+        .find({ status: "accepted", "dispatch.state": "done", "dispatch.claimed_at": { $lt: new Date(now.getTime() - options.claimTimeoutMs) } })
+        .limit(1000)
+        .toArray();
+      for (const message of unapplied) {
+        if (message.wa_message_id) {
+          await inbound.handle({ kind: "status", networkMessageId: message.wa_message_id, messageId: message._id, status: "sent", occurredAt: now });
+          await inbound.attach(message._id, message.wa_message_id);
+        } else {
+          await inbound.handle({ kind: "status", networkMessageId: "", messageId: message._id, status: "failed", occurredAt: now, error: message.dispatch?.last_error ?? INTERRUPTED });
+        }
+        count++;
       }
       const stale = await messages
         .find({ "dispatch.state": "claimed", "dispatch.claimed_at": { $lt: new Date(now.getTime() - options.claimTimeoutMs) } })

@@ -96,18 +96,18 @@ export function createInbound(deps: {
   events: EventBus;
   clock: Clock;
   logger: Logger;
+  /** A report claimed longer ago than this and not applied is taken over (its process stopped), in ms (RECOVERY_AGE_MS). */
+  claimTimeoutMs: number;
 }): Inbound {
   const { messages, senders, credits, events, clock, logger } = deps;
   const reports = deps.db.collection<ReportRecord>("message_reports");
   const col = messages.collection;
   const inboundHandlers = new Map<InboundContent["type"], (message: MessageRecord) => Promise<void>>();
-  /** A claim older than this is taken over (its process stopped), in ms. */
-  const CLAIM_TIMEOUT_MS = 30_000;
 
   /** Takes a stored row to apply it; false when another process applies it (or did). */
   async function claim(id: string): Promise<boolean> {
     const now = clock.now();
-    const stale = new Date(now.getTime() - CLAIM_TIMEOUT_MS);
+    const stale = new Date(now.getTime() - deps.claimTimeoutMs);
     const taken = await reports.findOneAndUpdate(
       { _id: id, applied_at: null, $or: [{ claimed_at: null }, { claimed_at: { $lt: stale } }] },
       { $set: { claimed_at: now } },

@@ -42,7 +42,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
   const credits = createCreditStore(db, clock);
   const messages = createMessageStore(db);
   const idempotency = createIdempotencyStore(db, clock);
-  const inbound = createInbound({ db, messages, senders, credits, events, clock, logger });
+  const inbound = createInbound({ db, messages, senders, credits, events, clock, logger, claimTimeoutMs: config.recoveryAgeMs });
   const { network, simulator } = createNetwork(platform, (report) => inbound.handle(report));
   const dispatcher = createDispatcher({
     messages: messages.collection,
