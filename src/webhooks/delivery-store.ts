@@ -4,9 +4,8 @@ import type { AttemptErrorKind } from "./http-sender.js";
 
 /*
  * The records of the delivery engine. Deliveries, claims and attempts are
- * only ever inserted, never updated: an insert is the cheapest write on every
- * database (on the embedded FerretDB an update costs about ten batched
- * inserts), and an insert with a known _id is an atomic "first one wins".
+ * only ever inserted, never updated: a batch of inserts is one command, and an
+ * insert with a known _id is an atomic "first one wins".
  * A delivery's state is read from its attempts.
  *
  * - webhook_deliveries: one per event and endpoint, _id derived from both,

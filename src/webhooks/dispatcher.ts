@@ -96,7 +96,7 @@ export class Dispatcher {
   private leftWork = false;
   private inFlight = 0;
   private readonly running = new Set<Promise<unknown>>();
-  /** Marks of events fanned out, 25 per command (an update costs the embedded database ~1.5 ms; commands stay short). */
+  /** Marks of events fanned out, 25 per command (commands stay short). */
   private readonly marks = new GroupCommit<string, void>((ids) => this.writeMarks(ids), 25);
   private wake: () => void = () => {};
   private readonly stopped = new Promise<void>((resolve) => (this.wake = resolve));

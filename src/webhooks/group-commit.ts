@@ -4,8 +4,7 @@
  * an item is written at once (after the current tick, so that items added
  * together share a write); under load, writes grow instead of queueing up.
  * This is how the webhook engine turns thousands of small records per second
- * into a few database commands (DESIGN.md §5: the embedded database runs one
- * write at a time).
+ * into a few database commands (DESIGN.md §6: a write budget).
  */
 export class GroupCommit<T, R> {
   private pending: { item: T; resolve: (result: R) => void; reject: (err: unknown) => void }[] = [];

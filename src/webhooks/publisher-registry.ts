@@ -23,8 +23,7 @@ export interface PublisherRecord {
  * removes its registration; one that crashes (or stops with work left) lets
  * it expire, and the sweep then recovers the events it left (see
  * Dispatcher). So the sweep reads the events collection only after a
- * crash, never on every run: on the embedded database a read of a large
- * collection holds up every write.
+ * crash, never on every run.
  */
 export class PublisherRegistry {
   readonly id = newId();

@@ -15,9 +15,7 @@ export const SWEEP_JOB = "webhooks.sweep";
  * 1. When a publishing process's registration expired (it crashed, or
  *    stopped with work left), it fans out again every event still unmarked a
  *    lease (WEBHOOK_LEASE_MS) after its creation. This reads the events
- *    collection (on the embedded database it reads all of it, holding up
- *    writes for about a second per 10,000 events), so it happens only then,
- *    not on every run. Claims make it safe: attempts made already are not
+ *    collection, so it happens only then, not on every run. Claims make it safe: attempts made already are not
  *    made again (see Dispatcher). Registrations are forgotten only once every
  *    such event was done; otherwise the next run tries again. (Processes
  *    register before any event can be published there, and a crash of every
