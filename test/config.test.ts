@@ -12,7 +12,7 @@ describe("configuration from the environment", () => {
       role: "all",
       trustForwardedFor: false,
       unauthenticatedRateLimitPerMin: 30,
-      keyCacheTtlMs: 5000,
+      keyCacheTtlMs: 1000,
       requestLogRetentionDays: 30,
     });
   });
@@ -35,7 +35,7 @@ describe("configuration from the environment", () => {
       'MONGODB_URI: must start with "mongodb://" or "mongodb+srv://" (got "postgres://x")',
       'ROLE: must be "all", "api" or "worker" (got "boss")',
       'TRUST_X_FORWARDED_FOR: must be "true" or "false" (got "maybe")',
-      'KEY_CACHE_TTL_MS: must be a whole number of milliseconds from 0 to 5000 (got "60000")',
+      'KEY_CACHE_TTL_MS: must be a whole number of milliseconds from 0 to 1000 (got "60000")',
     ]);
     expect((error as Error).message).toMatch(/^Invalid configuration:\n  - PORT: /);
   });

@@ -47,7 +47,8 @@ export interface Admission {
  *    is invalid_key with a message saying what is wrong.
  * 2. The key is looked up by the SHA-256 of the secret, through a cache that
  *    holds answers (found or not) for KEY_CACHE_TTL_MS, so a revocation,
- *    expiry or suspension takes effect within 5 seconds everywhere.
+ *    expiry or suspension takes effect within a second everywhere (at once in
+ *    the process that revoked the key: forget).
  * 3. Refusals in the spec's order: invalid_key, key_revoked, key_expired,
  *    workspace_suspended, ip_not_allowed.
  * 4. Rate limit: an accepted key spends its own budget; a request without

@@ -64,7 +64,7 @@ function checkRateLimit(violations: Violations, value: number, zeroMeansDefault:
  * IPv6, at most 100) and rate budget (default 30, at most 100 per minute:
  * more is refused, not cut down); list; update name, allow-list and budget
  * (AIP-134 update mask); revoke (idempotent). Changes reach every server
- * process within the key cache's staleness bound (5 s), this one at once.
+ * process within the key cache's staleness bound (1 s), this one at once.
  */
 export function createApiKeyService(deps: {
   keys: ApiKeyStore;

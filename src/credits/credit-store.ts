@@ -1,5 +1,6 @@
 import type { Collection, Db } from "mongodb";
 import type { Clock } from "../shared/clock.js";
+import { GroupCommit } from "../store/group-commit.js";
 import { isDuplicateKeyError } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
@@ -40,19 +41,30 @@ interface WorkspaceCredits {
   credit_ops?: Record<string, PendingOperation>;
 }
 
+/** Credits reserved for one message (CreditStore.reserve). */
+export interface Reservation {
+  /** The workspace's balance right after the reservation. */
+  readonly balanceAfter: number;
+  /**
+   * Once the message is stored: writes the spend's ledger entry and clears
+   * the pending operation, batched with other settlements (one insertMany
+   * of entries and one bulkWrite of clears per batch). Idempotent; a crash
+   * before it completes is completed by recover().
+   */
+  settle(): Promise<void>;
+}
+
 /** Balances and the credit ledger (DESIGN.md §5: single-document atomic updates only). */
 export interface CreditStore {
   readonly ledger: Collection<LedgerEntry>;
   /**
    * Reserves `amount` credits for message `messageId` with one conditional
-   * update of the balance (it never goes below 0). Resolves to the balance
-   * after, or null when the balance is too low (nothing changed). Follow
-   * with settleSpend once the message is stored, or releaseSpend if it
-   * could not be.
+   * update of the balance (it never goes below 0), which records the spend
+   * as pending in the workspace. Resolves to the reservation, or null when
+   * the balance is too low (nothing changed). Follow with settle() once the
+   * message is stored, or releaseSpend if it could not be.
    */
-  reserve(workspaceId: string, messageId: string, amount: number): Promise<number | null>;
-  /** Writes the spend's ledger entry and clears the pending operation. Idempotent. */
-  settleSpend(workspaceId: string, messageId: string, balanceAfter: number | null): Promise<void>;
+  reserve(workspaceId: string, messageId: string, amount: number): Promise<Reservation | null>;
   /** Gives back a reservation whose message was never stored. Idempotent. */
   releaseSpend(workspaceId: string, messageId: string): Promise<void>;
   /**
@@ -66,6 +78,8 @@ export interface CreditStore {
   topUp(workspaceId: string, amount: number, note: string | null): Promise<{ entry: LedgerEntry; balance: number } | null>;
   /** A workspace's ledger, newest first. */
   list(workspaceId: string, page: PageRequest): Promise<Page<LedgerEntry>>;
+  /** Waits for settlements in flight (graceful shutdown); what fails is completed by recover() later. */
+  close(): Promise<void>;
   /**
    * Completes operations pending for longer than `olderThanMs` (a process
    * stopped between balance and ledger): top-ups get their entry; a spend
@@ -113,6 +127,38 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     created_at: op.at,
   });
 
+  /** Settlements written together: their entries in one insertMany, then their clears in one bulkWrite. */
+  const settlements = new GroupCommit<{ workspaceId: string; opId: string; entry: LedgerEntry }, void>(async (items) => {
+    try {
+      await ledger.insertMany(
+        items.map((i) => i.entry),
+        { ordered: false },
+      );
+    } catch (err) {
+      // Entries written by an earlier attempt are duplicates; anything else is a failure.
+      const errors = (err as { writeErrors?: { code: number }[] | { code: number } }).writeErrors;
+      if (!errors || ([] as { code: number }[]).concat(errors).some((e) => e.code !== 11000)) throw err;
+    }
+    const byWorkspace = new Map<string, Record<string, "">>();
+    for (const { workspaceId, opId } of items) byWorkspace.set(workspaceId, { ...byWorkspace.get(workspaceId), [`credit_ops.${opId}`]: "" });
+    await workspaces.bulkWrite(
+      [...byWorkspace].map(([workspaceId, unset]) => ({ updateOne: { filter: { _id: workspaceId }, update: { $unset: unset } } })),
+      { ordered: false },
+    );
+    return items.map(() => undefined);
+  }, 500);
+  /** Settlements not yet written (close() waits for them). */
+  const unsettled = new Set<Promise<void>>();
+
+  const reservation = (workspaceId: string, opId: string, op: PendingOperation, balanceAfter: number): Reservation => ({
+    balanceAfter,
+    settle() {
+      const done = settlements.add({ workspaceId, opId, entry: entryOf(workspaceId, opId, op, balanceAfter) });
+      unsettled.add(done);
+      return done.finally(() => unsettled.delete(done));
+    },
+  });
+
   async function settle(workspaceId: string, opId: string, balanceAfter: number | null): Promise<void> {
     const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { [`credit_ops.${opId}`]: 1 } });
     const op = doc?.credit_ops?.[opId];
@@ -135,14 +181,15 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
   return {
     ledger,
     async reserve(workspaceId, messageId, amount) {
+      const opId = `spend:${messageId}`;
       const op: PendingOperation = { kind: "spend", amount: -amount, message_id: messageId, note: null, at: clock.now() };
-      const after = await apply(workspaceId, `spend:${messageId}`, op, { credit_balance: { $gte: amount } });
-      if (after) return after.credit_balance;
+      const after = await apply(workspaceId, opId, op, { credit_balance: { $gte: amount } });
+      if (after) return reservation(workspaceId, opId, op, after.credit_balance);
       // Reserved already by an earlier attempt of the same message (an idempotent retry after a crash)?
-      const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { credit_balance: 1, [`credit_ops.spend:${messageId}`]: 1 } });
-      return doc?.credit_ops?.[`spend:${messageId}`] ? doc.credit_balance : null;
+      const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { credit_balance: 1, [`credit_ops.${opId}`]: 1 } });
+      const earlier = doc?.credit_ops?.[opId];
+      return earlier ? reservation(workspaceId, opId, earlier, doc.credit_balance) : null;
     },
-    settleSpend: (workspaceId, messageId, balanceAfter) => settle(workspaceId, `spend:${messageId}`, balanceAfter),
     releaseSpend,
     async refund(workspaceId, messageId, amount, markDone) {
       const opId = `refund:${messageId}`;
@@ -189,6 +236,9 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     },
     async ensureIndexes() {
       await ledger.createIndex({ workspace_id: 1, created_at: -1, _id: -1 });
+    },
+    async close() {
+      await Promise.allSettled([...unsettled]);
     },
   };
 }

@@ -10,5 +10,6 @@ export function createCreditsCapability(platform: Platform, credits: CreditStore
     name: "credits",
     consoleServices: [registerService(CreditService, createCreditService({ credits, workspaces: platform.workspaces }))],
     ensureIndexes: () => credits.ensureIndexes(),
+    stop: () => credits.close(),
   };
 }

@@ -15,10 +15,12 @@ export interface IdempotencyRecord {
   _id: string;
   /** SHA-256 of the request's canonical form. */
   fingerprint: string;
-  /** The message the request creates (chosen before it is created, so a retry after a crash finds it). */
+  /**
+   * The message the request creates (chosen before it is created, so a retry
+   * after a crash finds it). The key is complete once that message exists:
+   * no second write marks it.
+   */
   message_id: string;
-  /** "in_progress" until the message is stored. */
-  state: "in_progress" | "completed";
   created_at: Date;
   /** created_at + 24 h: the TTL index deletes the record after it; begin() treats it as free from then on. */
   expires_at: Date;
@@ -26,8 +28,8 @@ export interface IdempotencyRecord {
 
 /** What a send with an Idempotency-Key should do. */
 export type IdempotencyDecision =
-  /** Go on and create message `messageId`, then call complete(). */
-  | { kind: "proceed"; messageId: string; complete(): Promise<void>; abandon(): Promise<void> }
+  /** Go on and create message `messageId`; call abandon() if it cannot be created. */
+  | { kind: "proceed"; messageId: string; abandon(): Promise<void> }
   /** Answer with the message already created. */
   | { kind: "replay"; messageId: string };
 
@@ -70,11 +72,8 @@ export function createIdempotencyStore(db: Db, clock: Clock): IdempotencyStore {
   const proceed = (id: string, messageId: string): IdempotencyDecision => ({
     kind: "proceed",
     messageId,
-    complete: async () => {
-      await collection.updateOne({ _id: id }, { $set: { state: "completed" } });
-    },
     abandon: async () => {
-      await collection.deleteOne({ _id: id, state: "in_progress", message_id: messageId });
+      await collection.deleteOne({ _id: id, message_id: messageId });
     },
   });
 
@@ -85,7 +84,7 @@ export function createIdempotencyStore(db: Db, clock: Clock): IdempotencyStore {
       const now = clock.now();
       for (let attempt = 0; attempt < 3; attempt++) {
         try {
-          await collection.insertOne({ _id: id, fingerprint, message_id: messageId, state: "in_progress", created_at: now, expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) });
+          await collection.insertOne({ _id: id, fingerprint, message_id: messageId, created_at: now, expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) });
           return proceed(id, messageId);
         } catch (err) {
           if (!isDuplicateKeyError(err)) throw err;
@@ -101,18 +100,13 @@ export function createIdempotencyStore(db: Db, clock: Clock): IdempotencyStore {
         if (existing.fingerprint !== fingerprint) {
           throw apiError("conflict", "This Idempotency-Key was already used with a different request body", { idempotency_key: key });
         }
-        if (existing.state === "completed") return { kind: "replay", messageId: existing.message_id };
-        if (await messageExists(existing.message_id)) {
-          // The first request stored its message but stopped before completing the key.
-          await collection.updateOne({ _id: id }, { $set: { state: "completed" } });
-          return { kind: "replay", messageId: existing.message_id };
-        }
+        if (await messageExists(existing.message_id)) return { kind: "replay", messageId: existing.message_id };
         if (age < IN_PROGRESS_TIMEOUT_MS) {
           throw apiError("conflict", "A request with this Idempotency-Key is still in progress; retry shortly", { idempotency_key: key });
         }
         // The first request stopped before storing its message: take the key over, keeping its message id.
         const taken = await collection.findOneAndUpdate(
-          { _id: id, state: "in_progress", created_at: existing.created_at },
+          { _id: id, created_at: existing.created_at },
           { $set: { created_at: now, expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } },
         );
         if (taken) return proceed(id, existing.message_id);

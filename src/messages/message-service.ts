@@ -150,8 +150,8 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
 
       try {
         const price = deps.priceCredits;
-        const balance = await credits.reserve(workspaceId, messageId, price);
-        if (balance === null) {
+        const reservation = await credits.reserve(workspaceId, messageId, price);
+        if (reservation === null) {
           throw apiError("insufficient_credits", `The workspace's credit balance cannot pay for this message, which costs ${price} credits`, {
             price_credits: String(price),
           });
@@ -195,8 +195,8 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
           await credits.releaseSpend(workspaceId, messageId).catch(() => undefined); // else the sweep gives it back
           throw err;
         }
-        await credits.settleSpend(workspaceId, messageId, balance);
-        await decision?.complete();
+        // Batched with other sends; not awaited: a crash before it is written is completed by the sweep.
+        reservation.settle().catch((err: unknown) => deps.logger.warn({ err, messageId }, "ledger entry not written yet; the sweep completes it"));
         await deps.enqueue(messageId).catch((err: unknown) => deps.logger.warn({ err, messageId }, "dispatch not scheduled; the sweep will"));
         return { message: messageToProto(record) };
       } catch (err) {

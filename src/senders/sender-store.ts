@@ -1,6 +1,7 @@
 import type { Collection, Db } from "mongodb";
 import type { Clock } from "../shared/clock.js";
 import { newId } from "../shared/ids.js";
+import { createRecordCache } from "../store/record-cache.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
 
 /** A sender (a phone number messages are sent from) as stored in `senders`. */
@@ -23,7 +24,7 @@ export interface SenderStore {
   readonly collection: Collection<SenderRecord>;
   /** Creates an active sender; the caller has validated the input. */
   create(input: { workspaceId: string; phoneNumber: string; name: string; whatsappPhoneNumberId: string | null }): Promise<SenderRecord>;
-  /** The sender with `id`, or null. */
+  /** The sender with `id`, or null; cached (see createRecordCache): changes made elsewhere show within a second. */
   get(id: string): Promise<SenderRecord | null>;
   /** An active sender of the workspace with this phone number, or null. */
   findActiveByPhone(workspaceId: string, phoneNumber: string): Promise<SenderRecord | null>;
@@ -42,6 +43,7 @@ export interface SenderStore {
 /** Creates the sender store over `db`. */
 export function createSenderStore(db: Db, clock: Clock): SenderStore {
   const collection = db.collection<SenderRecord>("senders");
+  const cache = createRecordCache((id) => collection.findOne({ _id: id }));
   return {
     collection,
     async create(input) {
@@ -58,7 +60,7 @@ export function createSenderStore(db: Db, clock: Clock): SenderStore {
       await collection.insertOne(record);
       return record;
     },
-    get: (id) => collection.findOne({ _id: id }),
+    get: (id) => cache.get(id),
     findActiveByPhone: (workspaceId, phoneNumber) =>
       collection.findOne({ workspace_id: workspaceId, phone_number: phoneNumber, status: "active" }),
     findInboundTarget(to) {
@@ -70,6 +72,7 @@ export function createSenderStore(db: Db, clock: Clock): SenderStore {
       listPage(collection, activeOnly ? { workspace_id: workspaceId, status: "active" } : { workspace_id: workspaceId }, page),
     async archive(id) {
       await collection.updateOne({ _id: id, status: "active" }, { $set: { status: "archived", archived_at: clock.now() } });
+      cache.forget(id);
       return collection.findOne({ _id: id });
     },
     async ensureIndexes() {

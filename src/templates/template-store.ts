@@ -1,6 +1,7 @@
 import type { Collection, Db } from "mongodb";
 import type { Clock } from "../shared/clock.js";
 import { newId } from "../shared/ids.js";
+import { createRecordCache } from "../store/record-cache.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
 
 /** A variable of a template as stored. */
@@ -35,7 +36,7 @@ export interface TemplateStore {
   readonly collection: Collection<TemplateRecord>;
   /** Creates an active template; the caller has validated the input. */
   create(input: Omit<TemplateRecord, "_id" | "status" | "created_at" | "archived_at">): Promise<TemplateRecord>;
-  /** The template with `id`, or null. */
+  /** The template with `id`, or null; cached (see createRecordCache): changes made elsewhere show within a second. */
   get(id: string): Promise<TemplateRecord | null>;
   /** An active template of the workspace with this name and language, or null. */
   findActive(workspaceId: string, name: string, language: string): Promise<TemplateRecord | null>;
@@ -49,6 +50,7 @@ export interface TemplateStore {
 /** Creates the template store over `db`. */
 export function createTemplateStore(db: Db, clock: Clock): TemplateStore {
   const collection = db.collection<TemplateRecord>("templates");
+  const cache = createRecordCache((id) => collection.findOne({ _id: id }));
   return {
     collection,
     async create(input) {
@@ -56,12 +58,13 @@ export function createTemplateStore(db: Db, clock: Clock): TemplateStore {
       await collection.insertOne(record);
       return record;
     },
-    get: (id) => collection.findOne({ _id: id }),
+    get: (id) => cache.get(id),
     findActive: (workspaceId, name, language) => collection.findOne({ workspace_id: workspaceId, name, language, status: "active" }),
     list: (workspaceId, page, activeOnly = false) =>
       listPage(collection, activeOnly ? { workspace_id: workspaceId, status: "active" } : { workspace_id: workspaceId }, page),
     async archive(id) {
       await collection.updateOne({ _id: id, status: "active" }, { $set: { status: "archived", archived_at: clock.now() } });
+      cache.forget(id);
       return collection.findOne({ _id: id });
     },
     async ensureIndexes() {

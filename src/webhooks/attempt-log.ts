@@ -3,7 +3,7 @@ import type { Logger } from "../shared/logger.js";
 import { automaticAttemptId, insertNew, manualAttemptId, type AttemptRecord, type DeliveryStore } from "./delivery-store.js";
 import type { EndpointCache } from "./endpoint-cache.js";
 import type { CountedFailure, EndpointStore } from "./endpoint-store.js";
-import { GroupCommit } from "./group-commit.js";
+import { GroupCommit } from "../store/group-commit.js";
 import type { AttemptOutcome } from "./http-sender.js";
 import type { WorkItem } from "./work-item.js";
 

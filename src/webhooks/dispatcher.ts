@@ -8,7 +8,7 @@ import { AttemptLog } from "./attempt-log.js";
 import { automaticAttemptId, deliveryId, type AttemptRecord, type DeliveryRecord, type DeliveryStore } from "./delivery-store.js";
 import { EndpointCache, type EndpointView } from "./endpoint-cache.js";
 import type { EndpointStore } from "./endpoint-store.js";
-import { GroupCommit } from "./group-commit.js";
+import { GroupCommit } from "../store/group-commit.js";
 import type { AttemptOutcome, WebhookSender } from "./http-sender.js";
 import { retryManually } from "./manual-retry.js";
 import { PublisherRegistry } from "./publisher-registry.js";

@@ -4,7 +4,7 @@ import type { Clock } from "../shared/clock.js";
 import { newId } from "../shared/ids.js";
 import type { BatchItem, BatchItemsRecord, DeliveryStore } from "./delivery-store.js";
 import type { EndpointCache } from "./endpoint-cache.js";
-import { GroupCommit } from "./group-commit.js";
+import { GroupCommit } from "../store/group-commit.js";
 import { toBatchItem, type WorkItem } from "./work-item.js";
 
 /** Agenda job that runs one retry batch (data: `{ batch_id }`). */

@@ -55,7 +55,7 @@ export function keyCommands(ctx: CliContext): Command {
     });
   keys
     .command("update <id>")
-    .description("change a key's name, IP allow-list or rate budget (takes effect within 5 seconds)")
+    .description("change a key's name, IP allow-list or rate budget (takes effect within a second)")
     .option("--name <name>", "new name")
     .option("--ip-allow <list>", "new comma-separated allow-list; \"\" for any address")
     .option("--rate-limit <n>", "new budget, 1 to 100 requests per minute")
@@ -79,7 +79,7 @@ export function keyCommands(ctx: CliContext): Command {
     });
   keys
     .command("revoke <id>")
-    .description("revoke an API key (takes effect within 5 seconds)")
+    .description("revoke an API key (takes effect within a second)")
     .option("--json", "print JSON")
     .action(async (id: string, o: { json?: boolean }) => {
       const { apiKey } = await ctx.client(ApiKeyService).revokeApiKey({ id });

@@ -3,7 +3,7 @@
  * everything added while a write runs goes into the next write. At low load
  * an item is written at once (after the current tick, so that items added
  * together share a write); under load, writes grow instead of queueing up.
- * This is how the webhook engine turns thousands of small records per second
+ * This is how the webhook engine and the credit ledger turn thousands of small records per second
  * into a few database commands (DESIGN.md §6: a write budget).
  */
 export class GroupCommit<T, R> {
