@@ -1,22 +1,12 @@
+import { randomUUID } from "node:crypto";
+import pLimit from "p-limit";
 import type { Collection } from "mongodb";
 import { createRunTracker } from "../jobs/run-tracker.js";
-import type { JobSpec, Scheduler } from "../jobs/scheduler.js";
 import { NetworkSendError, type NetworkAdapter, type NetworkErrorInfo } from "../network/network.js";
 import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
 import type { Inbound } from "./inbound.js";
-import type { MessageRecord } from "./message-store.js";
-
-/** Name of the job that hands one message to the network. */
-export const DISPATCH_JOB = "messages.dispatch";
-
-/**
- * How long Agenda keeps a dispatch run locked, in ms. A run held by a process
- * that died is taken over once its lock is this old (Agenda's default is 10
- * minutes). A run that outlives its lock in a live process is harmless: the
- * message's own claim (dispatch.state) lets only one run call the network.
- */
-export const DISPATCH_LOCK_MS = 10_000;
+import type { DispatchState, MessageRecord } from "./message-store.js";
 
 /** Retry rules of dispatch (DISPATCH_* configuration). */
 export interface DispatchOptions {
@@ -25,6 +15,17 @@ export interface DispatchOptions {
   retryMaxMs: number;
   claimTimeoutMs: number;
 }
+
+/**
+ * How long a process owns the messages it accepted (or took over) before
+ * another process may take them over, in ms. The owner renews it with each
+ * step, so only a process that died (or stalled this long) loses its
+ * messages.
+ */
+export const DISPATCH_LEASE_MS = 10_000;
+
+/** Network calls one process has in flight at once (sends are pipelined, not one at a time). */
+export const DISPATCH_CONCURRENCY = 64;
 
 /** Wait before attempt `attempt + 1` after `attempt` failed: base·2^(attempt-1), capped. */
 export function backoffMs(options: DispatchOptions, attempt: number): number {
@@ -37,84 +38,94 @@ const OUT_OF_RETRIES = (last: NetworkErrorInfo | null): NetworkErrorInfo => last
 /** Error recorded when a dispatch was interrupted while the network was being called. */
 export const INTERRUPTED: NetworkErrorInfo = { code: 0, title: "Dispatch was interrupted while the network was called; not retried, to never send twice" };
 
-/** Dispatch of accepted messages to the network. */
+/** Dispatch of accepted messages to the network: the message is its own queue entry (no job per message). */
 export interface Dispatcher {
-  /** The Agenda job: `{ message_id }` → one attempt. */
-  readonly job: JobSpec<{ message_id: string }>;
-  /** Schedules an attempt now (or at `at`). */
-  enqueue(messageId: string, at?: Date): Promise<void>;
+  /** This process's id as a lease owner. */
+  readonly owner: string;
+  /** The dispatch state a message accepted by this process starts with: pending, leased to this process. */
+  initialState(now: Date): DispatchState;
+  /** Starts dispatch of a message this process just stored (no database read, no polling wait). */
+  dispatch(message: MessageRecord): void;
   /**
-   * Recovery: schedules pending messages that are due and have no live
-   * job (their job was lost), fails messages whose claim outlived
-   * DISPATCH_CLAIM_TIMEOUT_MS, and finishes dispatches whose process
-   * stopped after recording the network's answer but before applying it
-   * (status still accepted: "sent" with the network id, or "failed" with
-   * the recorded error). Resolves to the count.
+   * Recovery (the messages sweep): takes over pending messages whose owner's
+   * lease expired (it died) and dispatches them here; fails messages claimed
+   * longer than DISPATCH_CLAIM_TIMEOUT_MS ago without an answer (the network
+   * may have them: never sent again); finishes dispatches whose process
+   * stopped after recording the network's answer but before applying it.
+   * Resolves to the count.
    */
   recover(): Promise<number>;
   /**
    * Graceful shutdown: attempts not yet begun are skipped (the message stays
-   * pending for the next worker or the sweep) and running ones are awaited,
-   * so that a stop never leaves a claim behind.
+   * pending; its lease expires and another process takes it over) and
+   * running ones are awaited, so that a stop never leaves a claim behind.
    */
   stop(): Promise<void>;
 }
 
 /**
- * Creates dispatch. An attempt:
+ * Creates dispatch. A message is stored pending and leased to the process
+ * that accepted it, which dispatches it at once:
  *
- * 1. claims the message with one conditional update (pending and due →
- *    claimed, attempts + 1): only one worker ever calls the network for it;
- * 2. calls the network with what was fixed at acceptance;
- * 3. accepted: records the network's id, then reports "sent" through the
- *    inbound path (message.sent) and applies reports that came earlier;
- * 4. permanent refusal: reports "failed" with the network's error (the
- *    message fails and is refunded);
+ * 1. claims it with one conditional update (pending, owned by this process →
+ *    claimed, attempts + 1): only one process ever calls the network for it;
+ * 2. calls the network with what was fixed at acceptance (at most
+ *    DISPATCH_CONCURRENCY calls in flight per process);
+ * 3. accepted: records the network's id and "sent" in one update (through
+ *    the inbound path, which fires message.sent);
+ * 4. permanent refusal: "failed" with the network's error (refunded);
  * 5. outage (retryable): back to pending with next_attempt_at after the
- *    backoff and a job scheduled then; after DISPATCH_MAX_ATTEMPTS it fails
- *    (refunded).
+ *    backoff, leased until then plus DISPATCH_LEASE_MS, and retried by this
+ *    process then; after DISPATCH_MAX_ATTEMPTS it fails (refunded).
  *
- * A process that stops during 2 leaves a claim without a network id: the
+ * A process that stops during 2 leaves a claim without a network answer: the
  * network may or may not have the message, so it is never sent again; the
- * recovery fails it after DISPATCH_CLAIM_TIMEOUT_MS (refunded). A late
- * report matched through the echoed message id still fires its event.
+ * recovery fails it after DISPATCH_CLAIM_TIMEOUT_MS (refunded).
  */
 export function createDispatcher(deps: {
   messages: Collection<MessageRecord>;
-  jobs: Collection;
-  scheduler: Scheduler;
   network: NetworkAdapter;
   inbound: Inbound;
   clock: Clock;
   logger: Logger;
   options: DispatchOptions;
 }): Dispatcher {
-  const { messages, scheduler, network, inbound, clock, logger, options } = deps;
+  const { messages, network, inbound, clock, logger, options } = deps;
+  const owner = `dsp_${randomUUID()}`;
   const runs = createRunTracker();
+  const limit = pLimit(DISPATCH_CONCURRENCY);
+  const timers = new Set<NodeJS.Timeout>();
+  let stopped = false;
+  const leaseFrom = (at: Date) => new Date(at.getTime() + DISPATCH_LEASE_MS);
 
-  async function fail(message: MessageRecord, error: NetworkErrorInfo): Promise<void> {
-    await messages.updateOne({ _id: message._id }, { $set: { "dispatch.state": "done", "dispatch.last_error": error } });
-    await inbound.handle({ kind: "status", networkMessageId: "", messageId: message._id, status: "failed", occurredAt: clock.now(), error });
+  function schedule(message: MessageRecord, at: Date): void {
+    if (stopped) return;
+    const delay = at.getTime() - clock.now().getTime();
+    if (delay <= 0) {
+      void runs.run(() => limit(() => attempt(message))).catch((err: unknown) => logger.error({ err, messageId: message._id }, "dispatch failed; the sweep retries"));
+      return;
+    }
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      schedule(message, at);
+    }, delay);
+    timers.add(timer);
   }
 
-  async function enqueue(messageId: string, at?: Date): Promise<void> {
-    if (at && at.getTime() > clock.now().getTime()) await scheduler.agenda.schedule(at, DISPATCH_JOB, { message_id: messageId });
-    else await scheduler.agenda.now(DISPATCH_JOB, { message_id: messageId });
-  }
-
-  async function attempt(messageId: string): Promise<void> {
+  async function attempt(pending: MessageRecord): Promise<void> {
+    if (stopped) return;
     const now = clock.now();
     const message = await messages.findOneAndUpdate(
-      { _id: messageId, "dispatch.state": "pending", "dispatch.next_attempt_at": { $lte: now } },
-      { $set: { "dispatch.state": "claimed", "dispatch.claimed_at": now }, $inc: { "dispatch.attempts": 1 } },
+      { _id: pending._id, "dispatch.state": "pending", "dispatch.owner": owner },
+      { $set: { "dispatch.state": "claimed", "dispatch.claimed_at": now, "dispatch.lease_until": leaseFrom(now) }, $inc: { "dispatch.attempts": 1 } },
       { returnDocument: "after" },
     );
-    if (!message?.send || !message.dispatch) return; // done, claimed elsewhere, or not due yet
+    if (!message?.send || !message.dispatch) return; // done, or taken over by another process
     const send = message.send;
     let networkId: string;
     try {
       networkId = await network.send({
-        messageId,
+        messageId: message._id,
         to: message.to,
         fromPhoneNumber: send.from_phone_number,
         fromPhoneNumberId: send.from_phone_number_id,
@@ -127,69 +138,83 @@ export function createDispatcher(deps: {
     } catch (err) {
       const refused = err instanceof NetworkSendError ? err : new NetworkSendError({ code: 0, title: String((err as Error)?.message ?? err) }, true);
       if (!refused.retryable) {
-        logger.info({ messageId, error: refused.info }, "network refused the message");
+        logger.info({ messageId: message._id, error: refused.info }, "network refused the message");
         return fail(message, refused.info);
       }
       if (message.dispatch.attempts >= options.maxAttempts) {
-        logger.warn({ messageId, error: refused.info, attempts: message.dispatch.attempts }, "dispatch out of retries");
+        logger.warn({ messageId: message._id, error: refused.info, attempts: message.dispatch.attempts }, "dispatch out of retries");
         return fail(message, OUT_OF_RETRIES(refused.info));
       }
       const next = new Date(clock.now().getTime() + backoffMs(options, message.dispatch.attempts));
-      await messages.updateOne(
-        { _id: messageId, "dispatch.state": "claimed" },
-        { $set: { "dispatch.state": "pending", "dispatch.next_attempt_at": next, "dispatch.claimed_at": null, "dispatch.last_error": refused.info } },
+      const retried = await messages.findOneAndUpdate(
+        { _id: message._id, "dispatch.state": "claimed", "dispatch.owner": owner },
+        {
+          $set: {
+            "dispatch.state": "pending",
+            "dispatch.next_attempt_at": next,
+            "dispatch.lease_until": leaseFrom(next),
+            "dispatch.claimed_at": null,
+            "dispatch.last_error": refused.info,
+          },
+        },
+        { returnDocument: "after" },
       );
-      logger.info({ messageId, error: refused.info, retryAt: next }, "network unavailable; dispatch retried later");
-      await enqueue(messageId, next);
+      logger.info({ messageId: message._id, error: refused.info, retryAt: next }, "network unavailable; dispatch retried later");
+      if (retried) schedule(retried, next);
       return;
     }
-    await messages.updateOne({ _id: messageId }, { $set: { wa_message_id: networkId, "dispatch.state": "done", "dispatch.last_error": null } });
-    await inbound.handle({ kind: "status", networkMessageId: networkId, messageId, status: "sent", occurredAt: clock.now() });
-    await inbound.attach(messageId, networkId);
+    await inbound.dispatched(message, networkId, clock.now());
+  }
+
+  async function fail(message: MessageRecord, error: NetworkErrorInfo): Promise<void> {
+    await messages.updateOne({ _id: message._id }, { $set: { "dispatch.state": "done", "dispatch.last_error": error } });
+    await inbound.handle({ kind: "status", networkMessageId: "", messageId: message._id, status: "failed", occurredAt: clock.now(), error });
   }
 
   return {
-    job: {
-      name: DISPATCH_JOB,
-      concurrency: 20,
-      lockLifetimeMs: DISPATCH_LOCK_MS,
-      removeOnComplete: true,
-      run: (data) => runs.run(() => attempt(data.message_id)),
+    owner,
+    initialState(now) {
+      return { state: "pending", attempts: 0, next_attempt_at: now, owner, lease_until: leaseFrom(now), claimed_at: null, last_error: null };
     },
-    enqueue,
-    stop: () => runs.stop(),
+    dispatch(message) {
+      schedule(message, message.dispatch?.next_attempt_at ?? clock.now());
+    },
+    async stop() {
+      stopped = true;
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      limit.clearQueue();
+      await runs.stop();
+    },
     async recover() {
       const now = clock.now();
       let count = 0;
-      const due = await messages
-        .find({ "dispatch.state": "pending", "dispatch.next_attempt_at": { $lte: now } }, { projection: { _id: 1 } })
+      // Pending messages whose owner's lease ran out: take them over, one conditional update each.
+      const orphaned = await messages
+        .find({ "dispatch.state": "pending", "dispatch.lease_until": { $lt: now } }, { projection: { _id: 1, dispatch: 1 } })
         .limit(1000)
         .toArray();
-      if (due.length > 0) {
-        const live = await deps.jobs
-          .find({ name: DISPATCH_JOB, "data.message_id": { $in: due.map((m) => m._id) }, $or: [{ nextRunAt: { $ne: null } }, { lockedAt: { $ne: null } }] })
-          .project<{ data: { message_id: string } }>({ data: 1 })
-          .toArray();
-        const scheduled = new Set(live.map((j) => j.data.message_id));
-        for (const { _id } of due) {
-          if (scheduled.has(_id)) continue;
-          await enqueue(_id);
-          count++;
-        }
+      for (const { _id, dispatch } of orphaned) {
+        const taken = await messages.findOneAndUpdate(
+          { _id, "dispatch.state": "pending", "dispatch.lease_until": dispatch?.lease_until },
+          { $set: { "dispatch.owner": owner, "dispatch.lease_until": leaseFrom(dispatch && dispatch.next_attempt_at > now ? dispatch.next_attempt_at : now) } },
+          { returnDocument: "after" },
+        );
+        if (!taken) continue;
+        schedule(taken, taken.dispatch?.next_attempt_at ?? now);
+        count++;
       }
+      // Recorded but not applied: the network's answer is on the message, its status is not.
       const unapplied = await messages
         .find({ status: "accepted", "dispatch.state": "done", "dispatch.claimed_at": { $lt: new Date(now.getTime() - options.claimTimeoutMs) } })
         .limit(1000)
         .toArray();
       for (const message of unapplied) {
-        if (message.wa_message_id) {
-          await inbound.handle({ kind: "status", networkMessageId: message.wa_message_id, messageId: message._id, status: "sent", occurredAt: now });
-          await inbound.attach(message._id, message.wa_message_id);
-        } else {
-          await inbound.handle({ kind: "status", networkMessageId: "", messageId: message._id, status: "failed", occurredAt: now, error: message.dispatch?.last_error ?? INTERRUPTED });
-        }
+        if (message.wa_message_id) await inbound.dispatched(message, message.wa_message_id, now);
+        else await inbound.handle({ kind: "status", networkMessageId: "", messageId: message._id, status: "failed", occurredAt: now, error: message.dispatch?.last_error ?? INTERRUPTED });
         count++;
       }
+      // Claimed without an answer for too long: the network may have it, so it is failed, never sent again.
       const stale = await messages
         .find({ "dispatch.state": "claimed", "dispatch.claimed_at": { $lt: new Date(now.getTime() - options.claimTimeoutMs) } })
         .limit(1000)

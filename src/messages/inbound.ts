@@ -18,7 +18,8 @@ import type { Clock } from "../shared/clock.js";
 import { isDuplicateKeyError } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
-import { STATUS_ORDER, type MessageRecord, type MessageStore } from "./message-store.js";
+import { GroupCommit } from "../store/group-commit.js";
+import { STATUS_ORDER, type MessageRecord, type MessageStore, type StoredStatus } from "./message-store.js";
 
 /**
  * A report as kept in `message_reports`: every distinct report the network
@@ -67,15 +68,22 @@ export interface Inbound {
    * interrupted it (the report is applied anew), so it must be idempotent.
    */
   onInbound(type: InboundContent["type"], handler: (message: MessageRecord) => Promise<void>): void;
-  /** Applies reports that arrived before dispatch recorded the network id `networkMessageId` of `messageId`. */
-  attach(messageId: string, networkMessageId: string): Promise<void>;
+  /**
+   * Dispatch's answer from the network: records the network id and applies
+   * "sent" to `message` in one update (and fires message.sent).
+   */
+  dispatched(message: MessageRecord, networkMessageId: string, at: Date): Promise<void>;
   /** Refunds a failed message whose refund is due (idempotent). */
   refund(message: Pick<MessageRecord, "_id" | "workspace_id" | "credits">): Promise<void>;
   /**
    * Recovery after a crash: applies reports stored more than `olderThanMs`
-   * ago but not applied, and completes due refunds. Resolves to the count.
+   * ago but not applied, fires the events of status changes made more than
+   * `olderThanMs` ago whose event was not recorded yet, and completes due
+   * refunds. Resolves to the count.
    */
   recover(olderThanMs: number): Promise<number>;
+  /** Waits for the event marks being cleared (graceful shutdown). */
+  close(): Promise<void>;
   ensureIndexes(): Promise<void>;
 }
 
@@ -126,7 +134,16 @@ export function createInbound(deps: {
     }
   }
 
-  async function publish(message: MessageRecord, row: ReportRecord): Promise<void> {
+  /** What an event says of its report; `dedupe` names the occurrence (the same name never fires twice). */
+  interface Occurrence {
+    status: string;
+    occurred_at: Date;
+    error: NetworkErrorInfo | null;
+    network_message_id: string;
+    dedupe: string;
+  }
+
+  async function publish(message: MessageRecord, row: Occurrence): Promise<void> {
     const data = create(MessageEventDataSchema, {
       messageId: message._id,
       to: message.to,
@@ -142,7 +159,7 @@ export function createInbound(deps: {
       workspaceId: message.workspace_id,
       type: EVENT_OF[row.status] as EventType,
       data: toRestJson(MessageEventDataSchema, data),
-      dedupeKey: `report:${row._id}`, // a report applied again after a crash fires no second event
+      dedupeKey: row.dedupe, // a report applied again after a crash fires no second event
     });
   }
 
@@ -152,41 +169,69 @@ export function createInbound(deps: {
     });
   }
 
+  /** Clears `events_pending` marks whose events are stored, many in one bulkWrite. */
+  const publishedMarks = new GroupCommit<{ messageId: string; status: string }, void>(async (items) => {
+    await col.bulkWrite(
+      items.map(({ messageId, status }) => ({ updateOne: { filter: { _id: messageId }, update: { $pull: { events_pending: status } } } })),
+      { ordered: false },
+    );
+    return items.map(() => undefined);
+  }, 500);
+  const clearing = new Set<Promise<void>>();
+
+  /** Fires the event of `status` of `message` (idempotent: its id is derived from both), then clears its mark. */
+  async function publishStatus(message: MessageRecord, status: string, occurredAt: Date, error: NetworkErrorInfo | null): Promise<void> {
+    await publish(message, { status, occurred_at: occurredAt, error, network_message_id: message.wa_message_id ?? "", dedupe: `status:${message._id}:${status}` });
+    const cleared = publishedMarks.add({ messageId: message._id, status });
+    clearing.add(cleared);
+    void cleared.catch((err: unknown) => logger.warn({ err, messageId: message._id }, "event mark not cleared; the sweep does")).finally(() => clearing.delete(cleared));
+  }
+
   /**
-   * Applies a status report to its outbound message: times, status, refund,
-   * event. The message is read, the change computed, and written with one
-   * update guarded by the values read (re-read and recomputed if another
-   * report changed the message meanwhile).
+   * Applies a status report to its outbound message with one conditional
+   * update (two for a late report), never reading it first:
+   *
+   * - deduplicated by status: the message keeps the statuses reported
+   *   (`reports`), and a report of one already there changes nothing;
+   * - never backwards: the status moves only forward (accepted < sent <
+   *   delivered < read); failed only from accepted or sent, and is final,
+   *   with the error and a refund due;
+   * - times: each status's time is the earliest reported (`$min`), and a later
+   *   status also dates the earlier ones it implies where they are later or
+   *   missing (a message cannot be read before it was delivered);
+   * - the event: the same update adds the status to `events_pending`; the
+   *   event is stored (its id derived from message and status), then the mark
+   *   is cleared in a batch. A crash in between leaves the mark, and the sweep
+   *   fires the event: a change never goes without its event.
+   *
+   * `set` adds fields to the same update (dispatch records the network id).
+   * Resolves to the message after the update, or null when the report
+   * changed nothing (a duplicate) or no message matched.
    */
-  async function applyStatus(row: ReportRecord, message: MessageRecord): Promise<void> {
-    const at = row.occurred_at;
-    const status = row.status;
-    // A later status implies the earlier ones (Meta sends no "delivered" when a message is read at once).
-    const times = status === "failed" ? ["failed"] : STATUS_ORDER.slice(1, STATUS_ORDER.indexOf(status as never) + 1);
-    for (let attempt = 0; attempt < 10; attempt++) {
-      const current = await col.findOne({ _id: message._id });
-      if (!current) break;
-      const set: Record<string, unknown> = {};
-      const guard: Record<string, unknown> = { _id: current._id, status: current.status };
-      for (const s of times) {
-        const field = `${s}_at` as "sent_at" | "delivered_at" | "read_at" | "failed_at";
-        const existing = current[field];
-        // A status's own report gives its time (the earliest if several); an implied one only fills a gap.
-        if (existing === null || (s === status && existing.getTime() > at.getTime())) {
-          set[field] = at;
-          guard[field] = existing;
-        }
-      }
-      const failsNow = status === "failed" && (current.status === "accepted" || current.status === "sent");
-      if (failsNow) Object.assign(set, { status: "failed", error: row.error, refund_state: "due" });
-      const rank = STATUS_ORDER.indexOf(current.status as never);
-      if (status !== "failed" && rank >= 0 && rank < STATUS_ORDER.indexOf(status as never)) set.status = status;
-      if (Object.keys(set).length > 0 && (await col.updateOne(guard, { $set: set })).matchedCount === 0) continue;
-      if (failsNow) await refund(current);
-      break;
-    }
-    await publish(message, row);
-    await reports.updateOne({ _id: row._id }, { $set: { applied_at: clock.now(), message_id: message._id } });
+  async function applyStatus(
+    match: { _id: string } | { wa_message_id: string },
+    status: StatusReport["status"],
+    at: Date,
+    error: NetworkErrorInfo | null,
+    set: Record<string, unknown> = {},
+  ): Promise<MessageRecord | null> {
+    const times = status === "failed" ? ["failed"] : STATUS_ORDER.slice(1, STATUS_ORDER.indexOf(status) + 1);
+    const min = Object.fromEntries(times.map((t) => [`${t}_at`, at]));
+    const filter = { ...match, direction: "outbound" as const, reports: { $ne: status } };
+    const record = { $addToSet: { reports: status, events_pending: status } };
+    const earlier = status === "failed" ? ["accepted", "sent"] : STATUS_ORDER.slice(0, STATUS_ORDER.indexOf(status));
+    const forward: Partial<MessageRecord> = status === "failed" ? { status: "failed", error, refund_state: "due" } : { status };
+    const now = clock.now();
+    const updated =
+      (await col.findOneAndUpdate(
+        { ...filter, status: { $in: earlier as StoredStatus[] } },
+        { $set: { ...forward, ...set, updated_at: now }, $min: min, ...record },
+        { returnDocument: "after" },
+      )) ?? (await col.findOneAndUpdate(filter, { $set: { ...set, updated_at: now }, $min: min, ...record }, { returnDocument: "after" }));
+    if (!updated) return null;
+    await publishStatus(updated, status, at, error);
+    if (updated.status === "failed" && updated.refund_state === "due" && status === "failed") await refund(updated);
+    return updated;
   }
 
   /** Records an inbound message (once, under the id kept on its report row) and fires message.received. */
@@ -235,13 +280,8 @@ export function createInbound(deps: {
     }
     const handler = inboundHandlers.get(inbound.content.type);
     if (handler) await handler(record);
-    else await publish(record, row);
+    else await publish(record, { status: "received", occurred_at: row.occurred_at, error: null, network_message_id: row.network_message_id, dedupe: `report:${row._id}` });
     await reports.updateOne({ _id: row._id }, { $set: { applied_at: clock.now() } });
-  }
-
-  async function findFor(row: ReportRecord, messageId?: string): Promise<MessageRecord | null> {
-    if (messageId ?? row.message_id) return col.findOne({ _id: (messageId ?? row.message_id) as string, direction: "outbound" });
-    return row.network_message_id ? col.findOne({ wa_message_id: row.network_message_id, direction: "outbound" }) : null;
   }
 
   return {
@@ -269,9 +309,17 @@ export function createInbound(deps: {
         if (await store(row)) await applyInbound(row);
         return;
       }
-      const row: ReportRecord = {
+      // Matched by our message id (echoed by the network) or else by the network's id: one update.
+      const match = report.messageId ? { _id: report.messageId } : report.networkMessageId ? { wa_message_id: report.networkMessageId } : null;
+      if (!match) return;
+      const set = report.messageId && report.networkMessageId ? { wa_message_id: report.networkMessageId } : {};
+      if (await applyStatus(match, report.status, report.occurredAt, report.error ?? null, set)) return;
+      // A duplicate: counted on the message, nothing else changes.
+      if ((await col.updateOne({ ...match, direction: "outbound" }, { $inc: { duplicate_reports: 1 } })).matchedCount > 0) return;
+      // Not ours yet (the network may report before dispatch recorded its id): kept and applied by the sweep.
+      await store({
         _id: `${report.networkMessageId || report.messageId}:${report.status}`,
-        message_id: null,
+        message_id: report.messageId ?? null,
         network_message_id: report.networkMessageId,
         status: report.status,
         occurred_at: report.occurredAt,
@@ -281,20 +329,12 @@ export function createInbound(deps: {
         applied_at: null,
         claimed_at: null,
         duplicates: 0,
-      };
-      const message = await findFor(row, report.messageId);
-      row.message_id = message?._id ?? null;
-      if (message) row.claimed_at = now; // this call applies it
-      if (!(await store(row))) return;
-      if (message) await applyStatus(row, message);
-    },
-    async attach(messageId, networkMessageId) {
-      const message = await col.findOne({ _id: messageId });
-      if (!message) return;
-      const waiting = await reports.find({ network_message_id: networkMessageId, applied_at: null }).sort({ occurred_at: 1 }).toArray();
-      for (const row of waiting) if (await claim(row._id)) await applyStatus(row, message);
+      });
     },
     refund,
+    async dispatched(message, networkMessageId, at) {
+      await applyStatus({ _id: message._id }, "sent", at, null, { wa_message_id: networkMessageId, "dispatch.state": "done", "dispatch.last_error": null });
+    },
     async recover(olderThanMs) {
       const cutoff = new Date(clock.now().getTime() - olderThanMs);
       let done = 0;
@@ -308,9 +348,19 @@ export function createInbound(deps: {
           done++;
           continue;
         }
-        const message = await findFor(row);
-        if (message) {
-          await applyStatus(row, message);
+        const match = row.message_id ? { _id: row.message_id } : { wa_message_id: row.network_message_id };
+        const applied = (await applyStatus(match, row.status as StatusReport["status"], row.occurred_at, row.error)) ?? (await col.findOne({ ...match, direction: "outbound" }));
+        if (applied) {
+          await reports.updateOne({ _id: row._id }, { $set: { applied_at: clock.now(), message_id: applied._id } });
+          done++;
+        }
+      }
+      // Status changes whose event a stopped process did not record: fire it now (its id makes a repeat harmless).
+      const unpublished = await col.find({ "events_pending.0": { $exists: true }, updated_at: { $lt: cutoff } }).limit(1000).toArray();
+      for (const message of unpublished) {
+        for (const status of message.events_pending ?? []) {
+          const at = message[`${status}_at` as "sent_at"] ?? message.updated_at ?? clock.now();
+          await publishStatus(message, status, at, status === "failed" ? message.error : null);
           done++;
         }
       }
@@ -321,7 +371,11 @@ export function createInbound(deps: {
       }
       return done;
     },
+    async close() {
+      await Promise.allSettled([...clearing]);
+    },
     async ensureIndexes() {
+      await col.createIndex({ events_pending: 1, updated_at: 1 });
       await reports.createIndex({ network_message_id: 1, applied_at: 1 });
       await reports.createIndex({ applied_at: 1, received_at: 1 });
     },

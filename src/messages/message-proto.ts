@@ -17,7 +17,7 @@ export function statusFromProto(status: MessageStatus): StoredStatus | undefined
   return (Object.entries(STATUS_TO_PROTO) as [StoredStatus, MessageStatus][]).find(([, p]) => p === status && p !== MessageStatus.UNSPECIFIED)?.[0];
 }
 
-const time = (date: Date | null) => (date ? timestampFromDate(date) : undefined);
+const time = (date: Date | null | undefined) => (date ? timestampFromDate(date) : undefined);
 
 /** The public form of an outbound message (messaging.v1.Message). */
 export function messageToProto(record: MessageRecord): MessageInitShape<typeof MessageSchema> {

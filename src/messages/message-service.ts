@@ -13,6 +13,7 @@ import { MAX_BODY_CHARS, MAX_VARIABLE_VALUE_CHARS, renderBody } from "../templat
 import type { TemplateRecord, TemplateStore } from "../templates/template-store.js";
 import { fingerprintOf, IDEMPOTENCY_KEY_RULE, isValidIdempotencyKey, type IdempotencyStore } from "./idempotency.js";
 import { messageToProto, statusFromProto } from "./message-proto.js";
+import type { Dispatcher } from "./dispatch.js";
 import type { MessageRecord, MessageStore } from "./message-store.js";
 import { isPhoneNumber, PHONE_NUMBER_RULE } from "./phone-number.js";
 
@@ -34,8 +35,8 @@ export interface MessageServiceDeps {
   priceCredits: number;
   /** Whether senders need a WhatsApp phone number ID (NETWORK=whatsapp). */
   requirePhoneNumberId: boolean;
-  /** Hands an accepted message to dispatch (an Agenda job); a failure is left to the sweep. */
-  enqueue(messageId: string): Promise<void>;
+  /** Dispatch: the state a new message starts with (leased to this process), and the start of its dispatch. */
+  dispatcher: Pick<Dispatcher, "initialState" | "dispatch">;
 }
 
 /** The rules of the send payload that need no database: every broken one is reported. */
@@ -173,10 +174,6 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
           error: null,
           credits: price,
           created_at: now,
-          sent_at: null,
-          delivered_at: null,
-          read_at: null,
-          failed_at: null,
           refund_state: "none",
           send: {
             from_phone_number: sender.phone_number,
@@ -187,7 +184,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
             flow: template.flow_id && flowToken ? { flow_id: template.flow_id, token: flowToken } : null,
             text: renderBody(template.body, variables),
           },
-          dispatch: { state: "pending", attempts: 0, next_attempt_at: now, claimed_at: null, last_error: null },
+          dispatch: deps.dispatcher.initialState(now),
         };
         try {
           await messages.collection.insertOne(record);
@@ -197,7 +194,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         }
         // Batched with other sends; not awaited: a crash before it is written is completed by the sweep.
         reservation.settle().catch((err: unknown) => deps.logger.warn({ err, messageId }, "ledger entry not written yet; the sweep completes it"));
-        await deps.enqueue(messageId).catch((err: unknown) => deps.logger.warn({ err, messageId }, "dispatch not scheduled; the sweep will"));
+        deps.dispatcher.dispatch(record);
         return { message: messageToProto(record) };
       } catch (err) {
         await decision?.abandon();

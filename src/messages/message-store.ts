@@ -28,10 +28,12 @@ export interface DispatchState {
   state: "pending" | "claimed" | "done";
   attempts: number;
   next_attempt_at: Date;
+  /** The process that dispatches it (src/messages/dispatch.ts); another takes it over once lease_until has passed. */
+  owner: string;
+  lease_until: Date;
   claimed_at: Date | null;
   last_error: NetworkErrorInfo | null;
 }
-
 /** A message as stored in `messages`: outbound (sent by an API key) or inbound (a reply). */
 export interface MessageRecord {
   /** Shape msg_<uuid>. */
@@ -53,10 +55,19 @@ export interface MessageRecord {
   /** Credits spent. */
   credits: number;
   created_at: Date;
-  sent_at: Date | null;
-  delivered_at: Date | null;
-  read_at: Date | null;
-  failed_at: Date | null;
+  /** When a status was reached (the earliest report of it); absent until then. */
+  sent_at?: Date | null;
+  delivered_at?: Date | null;
+  read_at?: Date | null;
+  failed_at?: Date | null;
+  /** Statuses the network reported (each applied once; a repeat is a duplicate). */
+  reports?: string[];
+  /** Reports that repeated one already applied (and changed nothing). */
+  duplicate_reports?: number;
+  /** Statuses changed whose event is not yet stored (the sweep fires them after a crash). */
+  events_pending?: string[];
+  /** Last status change. */
+  updated_at?: Date;
   /** Refund of a failed outbound message: "due" from the failure until the refund is complete. */
   refund_state: "none" | "due" | "done";
   /** Outbound only. */

@@ -46,8 +46,6 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
   const { network, simulator } = createNetwork(platform, (report) => inbound.handle(report));
   const dispatcher = createDispatcher({
     messages: messages.collection,
-    jobs: db.collection("jobs"),
-    scheduler,
     network,
     inbound,
     clock,
@@ -85,7 +83,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
           logger,
           priceCredits: config.messagePriceCredits,
           requirePhoneNumberId: config.network === "whatsapp",
-          enqueue: (id) => dispatcher.enqueue(id),
+          dispatcher,
         }),
       ),
     ],
@@ -94,7 +92,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
       registerService(MessageStatsService, createMessageStatsService({ messages, workspaces: platform.workspaces, clock })),
     ],
     httpRoutes: network.httpRoutes,
-    jobs: [dispatcher.job as never, { name: MESSAGES_SWEEP_JOB, concurrency: 1, run: sweep }],
+    jobs: [{ name: MESSAGES_SWEEP_JOB, concurrency: 1, run: sweep }],
     schedules: [{ job: MESSAGES_SWEEP_JOB, everyMs: config.messagesSweepIntervalMs }],
     async ensureIndexes() {
       for (const store of [messages, idempotency, inbound]) await store.ensureIndexes();
@@ -104,6 +102,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     },
     async stop() {
       await dispatcher.stop();
+      await inbound.close();
       await network.stop?.();
     },
   };
