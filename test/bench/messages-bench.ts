@@ -9,31 +9,44 @@ import { SenderService } from "../../gen/messaging/console/v1/senders_pb.js";
 import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js";
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { SendMessageRequestSchema } from "../../gen/messaging/v1/messages_pb.js";
-import { startServiceProcess, stopProcess } from "../helpers/processes.js";
+import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
+import { countsBetween, startCommandCounter, type CommandCounts } from "./command-counter.js";
 import { loadTable, percentile, rssMiB, runLoad, table, type LoadResult } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
+/** Commands of the accepting request (admission, the send itself, its ledger entry); the rest is the message's later life. */
+const ACCEPTING = /^(find|findAndModify|insert|update) (api_keys|workspaces|rate_windows|request_log|senders|templates|messages|credit_ledger|idempotency_keys)$/;
+
 /**
  * POST /v1/messages over REST and gRPC against the real service in its own
- * process (ROLE=all, simulator network, real database): validation, the
- * atomic credit reservation, the outbox insert, the ledger entry and the
- * dispatch job of every send, while the same process dispatches what was
- * accepted. Each worker has its own key (100 requests/min), making
- * `callsPerWorker` sends. Afterwards, how long dispatch took: acceptance to
- * the network's acceptance (sent_at − created_at) of every message.
+ * process (ROLE=all, simulator network, real database), while the same
+ * process dispatches what was accepted, next to a trivial Connect handler
+ * measured in the same run. Each worker has its own key (100 requests/min),
+ * making `callsPerWorker` sends. Afterwards: how long dispatch took
+ * (acceptance to the network's acceptance, sent_at − created_at), and the
+ * database commands per message, counted on the wire by a relay in front of
+ * the database: on the accepting request, and over the whole life of the
+ * message until the simulator reported it read (no webhook endpoint).
  */
 export async function runMessagesBench(options: { mongodbUri: string; concurrency: number; callsPerWorker: number }): Promise<string> {
   const database = `bench_messages_${Date.now()}`;
+  const counter = await startCommandCounter(options.mongodbUri);
   const service = await startServiceProcess({
-    MONGODB_URI: options.mongodbUri,
+    MONGODB_URI: counter.uri,
     MONGODB_DATABASE: database,
     PORT: "0",
     HOST: "127.0.0.1",
     CONSOLE_PORT: "0",
     CONSOLE_TOKEN,
     ROLE: "all",
+    SIMULATOR_SENT_DELAY_MS: "0",
+    SIMULATOR_DELIVERED_DELAY_MS: "200",
+    SIMULATOR_READ_DELAY_MS: "400",
   });
+  const trivial = await startProcess("test/bench/trivial-servers.ts", {}, (line) =>
+    typeof line.trivialPort === "number" ? (line as { trivialPort: number }) : undefined,
+  );
   const pid = service.child.pid as number;
   const auth: Interceptor = (next) => (req) => {
     req.header.set("authorization", `Bearer ${CONSOLE_TOKEN}`);
@@ -59,6 +72,8 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
   const mongo = new MongoClient(options.mongodbUri);
   try {
     const restKeys = await newKeys();
+    const grpcKeys = await newKeys();
+    const before = counter.snapshot();
     const pool = new Pool(`http://127.0.0.1:${service.publicPort}`, { connections: options.concurrency });
     results.push(
       await runLoad({
@@ -80,7 +95,6 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
     );
     await pool.close();
 
-    const grpcKeys = await newKeys();
     const grpcClient = new grpc.Client(`127.0.0.1:${service.publicPort}`, grpc.credentials.createInsecure());
     const identity = (b: Buffer) => b;
     results.push(
@@ -102,16 +116,35 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
     );
     grpcClient.close();
 
-    // Dispatch: wait until every accepted message reached the network, then measure acceptance → sent.
-    const messages = mongo.db(database).collection<{ created_at: Date; sent_at: Date | null }>("messages");
+    const trivialPool = new Pool(`http://127.0.0.1:${trivial.value.trivialPort}`, { connections: options.concurrency });
+    results.push(
+      await runLoad({
+        name: "trivial Connect handler (no DB)",
+        concurrency: options.concurrency,
+        seconds: 3,
+        serverPid: trivial.child.pid,
+        call: async () => {
+          const res = await trivialPool.request({ path: "/messaging.v1.AccountService/GetMe", method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+          await res.body.dump();
+          return String(res.statusCode);
+        },
+      }),
+    );
+    await trivialPool.close();
+
+    // Dispatch: wait until every accepted message was reported read, then measure acceptance → sent.
+    const messages = mongo.db(database).collection<{ created_at: Date; sent_at: Date | null; status: string }>("messages");
     const started = performance.now();
     let peak = 0;
     for (;;) {
       peak = Math.max(peak, (await rssMiB(pid)) ?? 0);
-      if ((await messages.countDocuments({ sent_at: null })) === 0) break;
+      if ((await messages.countDocuments({ status: { $ne: "read" } })) === 0) break;
       if (performance.now() - started > 300_000) break;
       await new Promise((r) => setTimeout(r, 200));
     }
+    // Let batched writes (ledger clears, event marks, the request log) finish before counting.
+    await new Promise((r) => setTimeout(r, 1500));
+    const life = countsBetween(before, counter.snapshot());
     const rows = await messages.find({ sent_at: { $ne: null } }, { projection: { created_at: 1, sent_at: 1 } }).toArray();
     const lags = Float64Array.from(rows.map((m) => (m.sent_at as Date).getTime() - m.created_at.getTime())).sort();
     const first = Math.min(...rows.map((m) => m.created_at.getTime()));
@@ -127,16 +160,38 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
         peak.toFixed(0),
       ]],
     );
+    const sends = rows.length;
+    const ratio = (name: string) => {
+      const rate = (r: LoadResult | undefined) => (r ? r.requests / r.seconds : NaN);
+      return (rate(results.find((r) => r.name.startsWith(name))) / rate(results.find((r) => r.name.startsWith("trivial")))).toFixed(2);
+    };
     return [
       `POST /v1/messages, ${options.concurrency} concurrent clients, ${options.callsPerWorker} sends each, own key per client`,
       loadTable(results),
+      `REST / trivial Connect handler: ${ratio("REST")}; gRPC / trivial Connect handler: ${ratio("gRPC")}`,
+      "",
+      commandTable(life, sends),
       "",
       "Dispatch of those messages by the same process (from the first acceptance to the last network acceptance)",
       dispatchTable,
     ].join("\n");
   } finally {
-    await stopProcess(service.child);
+    await Promise.all([stopProcess(service.child), stopProcess(trivial.child)]);
+    await counter.close();
     await mongo.db(database).dropDatabase().catch(() => undefined);
     await mongo.close();
   }
+}
+
+/** Database commands per message, by command and collection: the accepting request's and the whole life's. */
+function commandTable(counts: CommandCounts, sends: number): string {
+  const rows = [...counts].filter(([key]) => !/^(hello|isMaster|ismaster|ping|endSessions|buildInfo)\b/.test(key)).sort((a, b) => b[1] - a[1]);
+  const per = (n: number) => (n / sends).toFixed(3);
+  const accepting = rows.filter(([key]) => ACCEPTING.test(key) && key !== "update messages").reduce((sum, [, n]) => sum + n, 0);
+  const total = rows.reduce((sum, [, n]) => sum + n, 0);
+  return [
+    `Database commands per message, counted on the wire over ${sends} messages from acceptance to "read" (no webhook endpoint):`,
+    table(["command and collection", "commands", "per message"], rows.map(([key, n]) => [key, String(n), per(n)])),
+    `accepting request: ${per(accepting)} per message; whole life: ${per(total)} per message`,
+  ].join("\n");
 }

@@ -1,0 +1,89 @@
+import net from "node:net";
+
+/** Commands seen, by "<command> <collection>" (for example "insert messages"). */
+export type CommandCounts = Map<string, number>;
+
+/** A counting relay between the service and its database. */
+export interface CommandCounter {
+  /** Connection string to give the service instead of the database's. */
+  readonly uri: string;
+  /** A copy of the counts so far. */
+  snapshot(): CommandCounts;
+  close(): Promise<void>;
+}
+
+/** Counts of `after` minus `before`, per key. */
+export function countsBetween(before: CommandCounts, after: CommandCounts): CommandCounts {
+  const diff: CommandCounts = new Map();
+  for (const [key, n] of after) {
+    const d = n - (before.get(key) ?? 0);
+    if (d > 0) diff.set(key, d);
+  }
+  return diff;
+}
+
+/** Reads a BSON document's first element: its name and, when a string, its value. */
+function firstElement(doc: Buffer, at: number): { name: string; value: string } {
+  const type = doc[at + 4];
+  const nameEnd = doc.indexOf(0, at + 5);
+  const name = doc.toString("utf8", at + 5, nameEnd);
+  if (type !== 0x02) return { name, value: "" };
+  const length = doc.readInt32LE(nameEnd + 1);
+  return { name, value: doc.toString("utf8", nameEnd + 5, nameEnd + 4 + length) };
+}
+
+/**
+ * Starts a TCP relay on a loopback port in front of the database at
+ * `mongodbUri` that counts what the service sends, command by command, on
+ * the wire (MongoDB's OP_MSG: the first element of the body names the
+ * command and, for CRUD commands, the collection). A bulk insert or update
+ * is one command however many documents it carries: that is what the
+ * benchmarks' write budget counts. Handshakes and heartbeats (hello,
+ * isMaster, ping) are counted too, under their own names.
+ */
+export async function startCommandCounter(mongodbUri: string): Promise<CommandCounter> {
+  const target = new URL(mongodbUri.replace(/^mongodb:/, "http:"));
+  const counts: CommandCounts = new Map();
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 27017), target.hostname);
+    sockets.add(client).add(upstream);
+    let pending: Buffer = Buffer.alloc(0);
+    client.on("data", (chunk: Buffer) => {
+      upstream.write(chunk);
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      while (pending.length >= 16) {
+        const length = pending.readInt32LE(0);
+        if (pending.length < length) break;
+        const opCode = pending.readInt32LE(12);
+        // OP_MSG: header (16), flagBits (4), then section kind 0: the command document.
+        if (opCode === 2013 && pending[20] === 0) {
+          const { name, value } = firstElement(pending, 21);
+          const key = value ? `${name} ${value}` : name;
+          counts.set(key, (counts.get(key) ?? 0) + 1);
+        }
+        pending = pending.subarray(length);
+      }
+    });
+    upstream.on("data", (chunk) => client.write(chunk));
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on("close", end).on("error", end);
+    upstream.on("close", end).on("error", end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    uri: `mongodb://127.0.0.1:${port}/?directConnection=true`,
+    snapshot: () => new Map(counts),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
