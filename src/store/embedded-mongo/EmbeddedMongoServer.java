@@ -3,13 +3,24 @@ import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.util.List;
 
+import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
 
 import de.bwaldvogel.mongo.MongoBackend;
+import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.MongoDatabase;
 import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.MongoVersion;
+import de.bwaldvogel.mongo.backend.CollectionOptions;
+import de.bwaldvogel.mongo.backend.Index;
+import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.backend.h2.H2Backend;
+import de.bwaldvogel.mongo.backend.h2.H2Collection;
+import de.bwaldvogel.mongo.backend.h2.H2Database;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
+import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
+import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
+import de.bwaldvogel.mongo.bson.Document;
 
 /**
  * The embedded database of `npm start` and `npm test`: mongo-java-server on a loopback port.
@@ -22,6 +33,12 @@ import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
  * It reports MongoDB 5.0 with wire version 13, the oldest the Node driver 7 accepts (the library's own
  * versions report 8 or less). It ends, committing the store, on SIGTERM or SIGINT and when its standard
  * input closes, which happens however its parent process ends (even on SIGKILL): it never outlives it.
+ *
+ * <p>One change to how the library plans queries, the same for both backends ({@link IdFirst}): it uses an
+ * index only when the query's keys are exactly the index's, so an update or count by {@code _id} with any
+ * other condition ({@code {_id, status}}, the shape of every conditional state change) read the whole
+ * collection: 3 ms per update at 10,000 documents, against 0.7 ms by {@code _id} alone. MongoDB plans such
+ * a query by the {@code _id} index; so does this server now.
  */
 public final class EmbeddedMongoServer {
 
@@ -57,14 +74,81 @@ public final class EmbeddedMongoServer {
         System.exit(0);
     }
 
+    /**
+     * Plans a query with an {@code _id} equality by the {@code _id} index, then matches the whole query on
+     * the one document found; any other query as the library does.
+     */
+    private static final class IdFirst {
+        private IdFirst() {
+        }
+
+        /** The positions of the documents with the query's {@code _id}, or null to leave the query as it is. */
+        static <P> Iterable<P> positions(Document query, List<Index<P>> indexes) {
+            Object id = query.get("_id");
+            if (query.size() < 2 || id == null || id instanceof Document) {
+                return null;
+            }
+            Document byId = new Document("_id", id);
+            for (Index<P> index : indexes) {
+                if (index.canHandle(byId)) {
+                    return index.getPositions(byId);
+                }
+            }
+            return null;
+        }
+    }
+
+    /** The H2 store of the running server, for the collections its databases open. */
+    private static MVStore store;
+
     private static MongoBackend openBackend(String[] args) {
         if (args.length == 1 && args[0].equals("memory")) {
-            return new MemoryBackend();
+            return new MemoryBackend() {
+                @Override
+                public MemoryDatabase openOrCreateDatabase(String databaseName) {
+                    return new MemoryDatabase(databaseName, getCursorRegistry()) {
+                        @Override
+                        protected MemoryCollection openOrCreateCollection(String collectionName, CollectionOptions options) {
+                            return new MemoryCollection(this, collectionName, options, cursorRegistry) {
+                                @Override
+                                protected QueryResult queryDocuments(Document query, Document orderBy, int skip, int limit, int batchSize, Document fields) {
+                                    Iterable<Integer> byId = IdFirst.positions(query, getIndexes());
+                                    return byId == null
+                                        ? super.queryDocuments(query, orderBy, skip, limit, batchSize, fields)
+                                        : matchDocuments(query, byId, orderBy, skip, limit, batchSize, fields);
+                                }
+                            };
+                        }
+                    };
+                }
+            };
         }
         if (args.length == 3 && args[0].equals("h2")) {
-            MVStore store = new MVStore.Builder().fileName(args[1]).compress().open();
+            store = new MVStore.Builder().fileName(args[1]).compress().open();
             store.setAutoCommitDelay(Integer.parseInt(args[2]));
-            return new H2Backend(store);
+            return new H2Backend(store) {
+                @Override
+                protected MongoDatabase openOrCreateDatabase(String databaseName) {
+                    return new H2Database(databaseName, store, getCursorRegistry()) {
+                        @Override
+                        protected MongoCollection<Object> openOrCreateCollection(String collectionName, CollectionOptions options) {
+                            // The map names H2Database gives a collection's documents and its metadata.
+                            String namespace = getFullCollectionNamespace(collectionName);
+                            MVMap<Object, Document> data = store.openMap("databases." + namespace);
+                            MVMap<String, Object> meta = store.openMap("meta." + namespace);
+                            return new H2Collection(this, collectionName, options, data, meta, cursorRegistry) {
+                                @Override
+                                protected QueryResult queryDocuments(Document query, Document orderBy, int skip, int limit, int batchSize, Document fields) {
+                                    Iterable<Object> byId = IdFirst.positions(query, getIndexes());
+                                    return byId == null
+                                        ? super.queryDocuments(query, orderBy, skip, limit, batchSize, fields)
+                                        : matchDocuments(query, byId, orderBy, skip, limit, batchSize, fields);
+                                }
+                            };
+                        }
+                    };
+                }
+            };
         }
         System.err.println("usage: EmbeddedMongoServer memory | h2 <file> <commitIntervalMs>");
         System.exit(2);
