@@ -18,6 +18,7 @@ import type { Clock } from "../shared/clock.js";
 import { isDuplicateKeyError } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
+import { LRUCache } from "lru-cache";
 import { GroupCommit } from "../store/group-commit.js";
 import { STATUS_ORDER, type MessageRecord, type MessageStore, type StoredStatus } from "./message-store.js";
 
@@ -178,13 +179,28 @@ export function createInbound(deps: {
     return items.map(() => undefined);
   }, 500);
   const clearing = new Set<Promise<void>>();
+  /**
+   * Reports this process applied lately ("<message id>:<status>"): a repeat
+   * (the network's own "sent" after dispatch recorded it, a redelivered
+   * webhook) is known without a read and only counted, in batches.
+   */
+  const applied = new LRUCache<string, true>({ max: 100_000 });
+  const duplicates = new GroupCommit<string, void>(async (ids) => {
+    await col.bulkWrite(
+      ids.map((id) => ({ updateOne: { filter: { _id: id }, update: { $inc: { duplicate_reports: 1 } } } })),
+      { ordered: false },
+    );
+    return ids.map(() => undefined);
+  }, 500);
+  const track = (write: Promise<void>) => {
+    clearing.add(write);
+    void write.catch((err: unknown) => logger.warn({ err }, "batched message write failed; the sweep repairs what it must")).finally(() => clearing.delete(write));
+  };
 
   /** Fires the event of `status` of `message` (idempotent: its id is derived from both), then clears its mark. */
   async function publishStatus(message: MessageRecord, status: string, occurredAt: Date, error: NetworkErrorInfo | null): Promise<void> {
     await publish(message, { status, occurred_at: occurredAt, error, network_message_id: message.wa_message_id ?? "", dedupe: `status:${message._id}:${status}` });
-    const cleared = publishedMarks.add({ messageId: message._id, status });
-    clearing.add(cleared);
-    void cleared.catch((err: unknown) => logger.warn({ err, messageId: message._id }, "event mark not cleared; the sweep does")).finally(() => clearing.delete(cleared));
+    track(publishedMarks.add({ messageId: message._id, status }));
   }
 
   /**
@@ -229,6 +245,7 @@ export function createInbound(deps: {
         { returnDocument: "after" },
       )) ?? (await col.findOneAndUpdate(filter, { $set: { ...set, updated_at: now }, $min: min, ...record }, { returnDocument: "after" }));
     if (!updated) return null;
+    applied.set(`${updated._id}:${status}`, true);
     await publishStatus(updated, status, at, error);
     if (updated.status === "failed" && updated.refund_state === "due" && status === "failed") await refund(updated);
     return updated;
@@ -309,6 +326,7 @@ export function createInbound(deps: {
         if (await store(row)) await applyInbound(row);
         return;
       }
+      if (report.messageId && applied.has(`${report.messageId}:${report.status}`)) return track(duplicates.add(report.messageId));
       // Matched by our message id (echoed by the network) or else by the network's id: one update.
       const match = report.messageId ? { _id: report.messageId } : report.networkMessageId ? { wa_message_id: report.networkMessageId } : null;
       if (!match) return;
