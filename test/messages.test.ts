@@ -131,6 +131,9 @@ describe("POST /v1/messages over REST", () => {
     });
     expect([...stored.reports].sort()).toEqual(["delivered", "read", "sent"]);
     expect(stored.events_pending ?? []).toEqual([]);
+    // Whichever "sent" came first, dispatch's outcome is recorded (else the sweep would fail it as interrupted).
+    expect(stored.dispatch).toMatchObject({ state: "done", attempts: 1 });
+    expect(stored.wa_message_id).toBe(read.wa_message_id);
   });
 
   it("ignores reports that arrive twice", async () => {

@@ -351,7 +351,10 @@ export function createInbound(deps: {
     },
     refund,
     async dispatched(message, networkMessageId, at) {
-      await applyStatus({ _id: message._id }, "sent", at, null, { wa_message_id: networkMessageId, "dispatch.state": "done", "dispatch.last_error": null });
+      const record = { wa_message_id: networkMessageId, "dispatch.state": "done", "dispatch.last_error": null };
+      if (!applied.has(`${message._id}:sent`) && (await applyStatus({ _id: message._id }, "sent", at, null, record))) return;
+      // The network's own "sent" report came first: only the dispatch's outcome is left to record.
+      await col.updateOne({ _id: message._id }, { $set: record });
     },
     async recover(olderThanMs) {
       const cutoff = new Date(clock.now().getTime() - olderThanMs);
