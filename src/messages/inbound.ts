@@ -352,7 +352,10 @@ export function createInbound(deps: {
     refund,
     async dispatched(message, networkMessageId, at) {
       const record = { wa_message_id: networkMessageId, "dispatch.state": "done", "dispatch.last_error": null };
-      if (!applied.has(`${message._id}:sent`) && (await applyStatus({ _id: message._id }, "sent", at, null, record))) return;
+      // Marked before the write: the network's own "sent", often on its way already, is then known as a repeat.
+      const first = !applied.has(`${message._id}:sent`);
+      applied.set(`${message._id}:sent`, true);
+      if (first && (await applyStatus({ _id: message._id }, "sent", at, null, record))) return;
       // The network's own "sent" report came first: only the dispatch's outcome is left to record.
       await col.updateOne({ _id: message._id }, { $set: record });
     },
