@@ -14,17 +14,18 @@ import { startServiceProcess, stopProcess } from "./helpers/processes.js";
 import { eventually } from "./helpers/test-service.js";
 
 /*
- * kill -9 of the service in the middle of 60 sends (issue: messages stuck in
- * "accepted" after a crash). A new process takes over what the dead one left:
- * every message answered 200 is stored once, sent to the network at most
- * once, and settles (sent, or failed and refunded) within the sweep interval
- * plus a margin; no credit change stays pending, and balance + the charges of
- * unrefunded messages = the opening credits.
+ * kill -9 of the API process and of the worker in the middle of 300 sends
+ * (messages once stayed "accepted" for good after a crash). A new process
+ * takes over what the dead ones left: every message answered 200 is stored
+ * once, sent to the network at most once, and settles (sent, or failed and
+ * refunded) within seconds; no credit change stays pending; balance + the
+ * charges of unrefunded messages = the opening credits; and every status a
+ * message reached has its event, none twice.
  */
 
 const CONSOLE_TOKEN = "send-crash-console-token-0123456789";
-const OPENING_CREDITS = 100;
-const SENDS = 60;
+const OPENING_CREDITS = 1000;
+const SENDS = 300;
 const database = `test_send_crash_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
 const mongoUri = inject("mongoUri");
 const children: Parameters<typeof stopProcess>[0][] = [];
@@ -36,7 +37,7 @@ afterAll(async () => {
   await client.close();
 });
 
-describe("a service killed with SIGKILL during sends", () => {
+describe("an API process and a worker killed with SIGKILL during sends", () => {
   it("leaves no message unsettled and no credit unaccounted once another process takes over", async () => {
     const graph = await startFakeGraphApi();
     const env = {
@@ -56,8 +57,9 @@ describe("a service killed with SIGKILL during sends", () => {
       RECOVERY_AGE_MS: "2000",
       JOB_POLL_INTERVAL_MS: "200",
     };
-    const first = await startServiceProcess(env);
-    children.push(first.child);
+    const first = await startServiceProcess({ ...env, ROLE: "api" });
+    const worker = await startServiceProcess({ ...env, ROLE: "worker" });
+    children.push(first.child, worker.child);
     const auth: Interceptor = (next) => (req) => {
       req.header.set("authorization", `Bearer ${CONSOLE_TOKEN}`);
       return next(req);
@@ -66,11 +68,14 @@ describe("a service killed with SIGKILL during sends", () => {
     const console = <S extends DescService>(s: S) => createClient(s, transport);
     const { workspace } = await console(WorkspaceService).createWorkspace({ name: "Send crash", credits: BigInt(OPENING_CREDITS) });
     const workspaceId = workspace!.id;
-    const { secret } = await console(ApiKeyService).createApiKey({ workspaceId, name: "crash", scopes: ["messages:send", "messages:read"], rateLimitPerMin: 100 });
+    // Four keys: 100 sends a minute each.
+    const secrets = await Promise.all(
+      [1, 2, 3, 4].map(async (i) => (await console(ApiKeyService).createApiKey({ workspaceId, name: `crash ${i}`, scopes: ["messages:send"], rateLimitPerMin: 100 })).secret),
+    );
     const { sender } = await console(SenderService).createSender({ workspaceId, phoneNumber: "15550783882", name: "Crash", whatsappPhoneNumberId: "106540352242923" });
     const { template } = await console(TemplateService).createTemplate({ workspaceId, name: "crash_send", language: "en", body: "Hello {{name}}" });
 
-    // 60 sends, 6 at a time; the process is killed once 20 were answered.
+    // 300 sends, 8 at a time; both processes are killed once 100 were answered.
     const answered: string[] = [];
     let next = 0;
     const killed = once(first.child, "exit");
@@ -79,19 +84,22 @@ describe("a service killed with SIGKILL during sends", () => {
         const n = next++;
         const res = await fetch(`http://127.0.0.1:${first.publicPort}/v1/messages`, {
           method: "POST",
-          headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+          headers: { authorization: `Bearer ${secrets[n % secrets.length]}`, "content-type": "application/json" },
           body: JSON.stringify({ to: `1650555${String(n).padStart(4, "0")}`, sender: sender!.id, template: { id: template!.id, variables: { name: "Ada" } } }),
         }).catch(() => undefined);
         if (!res) return; // the process is gone
         if (res.status === 200) answered.push(((await res.json()) as { message_id: string }).message_id);
-        if (answered.length === 20 && first.child.exitCode === null) first.child.kill("SIGKILL");
+        if (answered.length === 100 && first.child.exitCode === null) {
+          first.child.kill("SIGKILL");
+          worker.child.kill("SIGKILL");
+        }
       }
     };
-    await Promise.all(Array.from({ length: 6 }, send));
+    await Promise.all(Array.from({ length: 8 }, send));
     await killed;
-    expect(answered.length).toBeGreaterThanOrEqual(20);
+    expect(answered.length).toBeGreaterThanOrEqual(100);
 
-    const second = await startServiceProcess(env);
+    const second = await startServiceProcess({ ...env, ROLE: "all" });
     children.push(second.child);
     const client = new MongoClient(mongoUri);
     try {
@@ -118,9 +126,16 @@ describe("a service killed with SIGKILL during sends", () => {
       const charged = stored.filter((m) => m.refund_state !== "done").reduce((sum, m) => sum + m.credits, 0);
       const balance = (await workspaces.findOne({ _id: workspaceId }))!.credit_balance;
       expect(balance + charged).toBe(OPENING_CREDITS);
+      // Every status reached has its event, exactly once (the sweep fires what a dead process left).
+      await eventually(async () => ((await messages.countDocuments({ "events_pending.0": { $exists: true } } as never)) === 0 ? true : undefined), 20_000);
+      const events = await db.collection<{ type: string; data: { message_id: string } }>("events").find({ workspace_id: workspaceId } as never).toArray();
+      const seen = new Map<string, number>();
+      for (const e of events) seen.set(`${e.data.message_id}:${e.type}`, (seen.get(`${e.data.message_id}:${e.type}`) ?? 0) + 1);
+      for (const m of stored) expect(seen.get(`${m._id}:message.${m.status}`)).toBe(1);
+      expect([...seen.values()].every((n) => n === 1)).toBe(true);
     } finally {
       await client.close();
       await graph.close();
     }
-  }, 90_000);
+  }, 120_000);
 });
