@@ -111,7 +111,7 @@ const schema = z.object({
   UNAUTHENTICATED_RATE_LIMIT_PER_MIN: integer(30, 1, 100_000, "requests"),
   KEY_CACHE_TTL_MS: integer(1000, 0, 1000, "milliseconds"),
   REQUEST_LOG_RETENTION_DAYS: integer(30, 1, 3650, "days"),
-  REQUEST_LOG_FLUSH_MS: integer(200, 1, 10_000, "milliseconds"),
+  REQUEST_LOG_FLUSH_MS: integer(100, 1, 10_000, "milliseconds"),
   SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 600_000, "milliseconds"),
   LOG_LEVEL: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {

@@ -95,7 +95,7 @@ export function createMessageStore(db: Db): MessageStore {
   const collection = db.collection<MessageRecord>("messages");
   return {
     collection,
-    exists: async (id) => (await collection.countDocuments({ _id: id }, { limit: 1 })) > 0,
+    exists: async (id) => (await collection.findOne({ _id: id }, { projection: { _id: 1 } })) !== null,
     getForKey: (id, apiKeyId) => collection.findOne({ _id: id, api_key_id: apiKeyId, direction: "outbound" }),
     listForKey(apiKeyId, { status, to }, page) {
       const filter: Filter<MessageRecord> = { api_key_id: apiKeyId, direction: "outbound" };
@@ -106,7 +106,9 @@ export function createMessageStore(db: Db): MessageStore {
     async ensureIndexes() {
       await collection.createIndex({ api_key_id: 1, created_at: -1, _id: -1 });
       await collection.createIndex({ wa_message_id: 1 });
-      await collection.createIndex({ "dispatch.state": 1, "dispatch.next_attempt_at": 1 });
+      // The sweep's queries: leases run out, claims too old.
+      await collection.createIndex({ "dispatch.state": 1, "dispatch.lease_until": 1 });
+      await collection.createIndex({ "dispatch.state": 1, "dispatch.claimed_at": 1 });
       await collection.createIndex({ refund_state: 1 });
     },
   };

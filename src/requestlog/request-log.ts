@@ -81,7 +81,7 @@ export interface RequestLog {
  */
 export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog {
   const collection = db.collection<RequestLogRow>("request_log");
-  const batchSize = options.batchSize ?? 1000;
+  const batchSize = options.batchSize ?? 500;
   let buffer: RequestLogRow[] = [];
   let timer: NodeJS.Timeout | undefined;
   let writing: Promise<void> = Promise.resolve();
