@@ -1,9 +1,9 @@
 import type { Collection, Db } from "mongodb";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Clock } from "../shared/clock.js";
-import { isDuplicateKeyError } from "../shared/errors.js";
 import { newId, uuidFromName } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
+import { GroupCommit } from "../store/group-commit.js";
 
 /**
  * A webhook event as stored in the `events` collection (spec §Webhook event
@@ -44,6 +44,12 @@ export interface NewEvent {
    * id and no second event. Unset: every call is a new event.
    */
   dedupeKey?: string;
+}
+
+interface WriteErrorLike {
+  index: number;
+  code: number;
+  errmsg?: string;
 }
 
 /** The event types of the spec's table (§Events). */
@@ -90,10 +96,31 @@ export interface EventBus {
   ensureIndexes(): Promise<void>;
 }
 
-/** Creates the event bus over `db`. */
+/** What became of one event in a batched insert. */
+type InsertOutcome = "inserted" | "duplicate" | Error;
+
+/**
+ * Creates the event bus over `db`. Events published at about the same time
+ * are stored together (group commit: one insertMany, unordered, for whatever
+ * accumulated during the previous write), each publisher awaiting its own.
+ */
 export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
   const collection = db.collection<StoredEvent>("events");
   const listeners: { listener: EventListener; interest?: EventInterest }[] = [];
+  const inserts = new GroupCommit<StoredEvent, InsertOutcome>(async (events) => {
+    try {
+      await collection.insertMany(events, { ordered: false });
+      return events.map(() => "inserted");
+    } catch (err) {
+      const reported = (err as { writeErrors?: WriteErrorLike | WriteErrorLike[] }).writeErrors;
+      if (reported === undefined) throw err;
+      const failed = new Map(([] as WriteErrorLike[]).concat(reported).map((e) => [e.index, e]));
+      return events.map((_, i) => {
+        const e = failed.get(i);
+        return !e ? "inserted" : e.code === 11000 ? "duplicate" : new Error(e.errmsg ?? `insert failed (code ${e.code})`);
+      });
+    }
+  }, 500);
   return {
     collection,
     async publish({ workspaceId, type, data, dedupeKey }) {
@@ -114,10 +141,10 @@ export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
         body,
         fanned_out_at: interested.length === 0 ? createdAt : null,
       };
-      try {
-        await collection.insertOne(event);
-      } catch (err) {
-        if (!dedupeKey || !isDuplicateKeyError(err)) throw err;
+      const outcome = await inserts.add(event);
+      if (outcome instanceof Error) throw outcome;
+      if (outcome === "duplicate") {
+        if (!dedupeKey) throw new Error(`event id ${id} exists already`);
         return (await collection.findOne({ _id: id })) ?? event;
       }
       for (const listener of interested) {
