@@ -9,6 +9,8 @@ export interface CommandCounter {
   readonly uri: string;
   /** A copy of the counts so far. */
   snapshot(): CommandCounts;
+  /** Time spent waiting for the database's answers so far, in ms, by the same keys. */
+  waited(): CommandCounts;
   close(): Promise<void>;
 }
 
@@ -44,11 +46,14 @@ function firstElement(doc: Buffer, at: number): { name: string; value: string } 
 export async function startCommandCounter(mongodbUri: string): Promise<CommandCounter> {
   const target = new URL(mongodbUri.replace(/^mongodb:/, "http:"));
   const counts: CommandCounts = new Map();
+  const waits: CommandCounts = new Map();
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(target.port || 27017), target.hostname);
     sockets.add(client).add(upstream);
     let pending: Buffer = Buffer.alloc(0);
+    let answers: Buffer = Buffer.alloc(0);
+    const asked = new Map<number, { key: string; at: number }>();
     client.on("data", (chunk: Buffer) => {
       upstream.write(chunk);
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
@@ -61,11 +66,25 @@ export async function startCommandCounter(mongodbUri: string): Promise<CommandCo
           const { name, value } = firstElement(pending, 21);
           const key = value ? `${name} ${value}` : name;
           counts.set(key, (counts.get(key) ?? 0) + 1);
+          asked.set(pending.readInt32LE(4), { key, at: performance.now() });
         }
         pending = pending.subarray(length);
       }
     });
-    upstream.on("data", (chunk) => client.write(chunk));
+    upstream.on("data", (chunk: Buffer) => {
+      client.write(chunk);
+      answers = answers.length === 0 ? chunk : Buffer.concat([answers, chunk]);
+      while (answers.length >= 16) {
+        const length = answers.readInt32LE(0);
+        if (answers.length < length) break;
+        const question = asked.get(answers.readInt32LE(8));
+        if (question) {
+          asked.delete(answers.readInt32LE(8));
+          waits.set(question.key, (waits.get(question.key) ?? 0) + performance.now() - question.at);
+        }
+        answers = answers.subarray(length);
+      }
+    });
     const end = () => {
       client.destroy();
       upstream.destroy();
@@ -80,6 +99,7 @@ export async function startCommandCounter(mongodbUri: string): Promise<CommandCo
   return {
     uri: `mongodb://127.0.0.1:${port}/?directConnection=true`,
     snapshot: () => new Map(counts),
+    waited: () => new Map(waits),
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();

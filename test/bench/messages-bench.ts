@@ -74,6 +74,7 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
     const restKeys = await newKeys();
     const grpcKeys = await newKeys();
     const before = counter.snapshot();
+    const waitedBefore = counter.waited();
     const pool = new Pool(`http://127.0.0.1:${service.publicPort}`, { connections: options.concurrency });
     results.push(
       await runLoad({
@@ -145,6 +146,7 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
     // Let batched writes (ledger clears, event marks, the request log) finish before counting.
     await new Promise((r) => setTimeout(r, 1500));
     const life = countsBetween(before, counter.snapshot());
+    const waited = countsBetween(waitedBefore, counter.waited());
     const rows = await messages.find({ sent_at: { $ne: null } }, { projection: { created_at: 1, sent_at: 1 } }).toArray();
     const lags = Float64Array.from(rows.map((m) => (m.sent_at as Date).getTime() - m.created_at.getTime())).sort();
     const first = Math.min(...rows.map((m) => m.created_at.getTime()));
@@ -170,7 +172,7 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
       loadTable(results),
       `REST / trivial Connect handler: ${ratio("REST")}; gRPC / trivial Connect handler: ${ratio("gRPC")}`,
       "",
-      commandTable(life, sends),
+      commandTable(life, waited, sends),
       "",
       "Dispatch of those messages by the same process (from the first acceptance to the last network acceptance)",
       dispatchTable,
@@ -184,14 +186,17 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
 }
 
 /** Database commands per message, by command and collection: the accepting request's and the whole life's. */
-function commandTable(counts: CommandCounts, sends: number): string {
+function commandTable(counts: CommandCounts, waited: CommandCounts, sends: number): string {
   const rows = [...counts].filter(([key]) => !/^(hello|isMaster|ismaster|ping|endSessions|buildInfo)\b/.test(key)).sort((a, b) => b[1] - a[1]);
   const per = (n: number) => (n / sends).toFixed(3);
   const accepting = rows.filter(([key]) => ACCEPTING.test(key)).reduce((sum, [, n]) => sum + n, 0);
   const total = rows.reduce((sum, [, n]) => sum + n, 0);
   return [
     `Database commands per message, counted on the wire over ${sends} messages from acceptance to "read" (no webhook endpoint):`,
-    table(["command and collection", "commands", "per message"], rows.map(([key, n]) => [key, String(n), per(n)])),
+    table(
+      ["command and collection", "commands", "per message", "mean wait ms"],
+      rows.map(([key, n]) => [key, String(n), per(n), ((waited.get(key) ?? 0) / n).toFixed(2)]),
+    ),
     `accepting request: ${per(accepting)} per message; whole life: ${per(total)} per message`,
   ].join("\n");
 }
