@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import pLimit from "p-limit";
 import type { Collection } from "mongodb";
 import { createRunTracker } from "../jobs/run-tracker.js";
+import { GroupCommit } from "../store/group-commit.js";
 import { NetworkSendError, type NetworkAdapter, type NetworkErrorInfo } from "../network/network.js";
 import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
@@ -23,6 +24,13 @@ export interface DispatchOptions {
  * messages.
  */
 export const DISPATCH_LEASE_MS = 10_000;
+
+/**
+ * How much of a lease must be left for a claim to be acted on, in ms: covers
+ * the clocks of two processes differing (another process takes a message
+ * over only once its lease has passed by that process's clock).
+ */
+export const DISPATCH_LEASE_MARGIN_MS = 3000;
 
 /** Network calls one process has in flight at once (sends are pipelined, not one at a time). */
 export const DISPATCH_CONCURRENCY = 64;
@@ -67,8 +75,11 @@ export interface Dispatcher {
  * Creates dispatch. A message is stored pending and leased to the process
  * that accepted it, which dispatches it at once:
  *
- * 1. claims it with one conditional update (pending, owned by this process →
- *    claimed, attempts + 1): only one process ever calls the network for it;
+ * 1. claims it (pending, owned by this process → claimed, attempts + 1), the
+ *    claims of many messages in one bulkWrite; it calls the network only if
+ *    its lease had DISPATCH_LEASE_MARGIN_MS left when the claim was written:
+ *    no other process can have taken the message over by then, so the claim
+ *    was this process's and only it ever calls the network for the message;
  * 2. calls the network with what was fixed at acceptance (at most
  *    DISPATCH_CONCURRENCY calls in flight per process);
  * 3. accepted: records the network's id and "sent" in one update (through
@@ -97,6 +108,23 @@ export function createDispatcher(deps: {
   const timers = new Set<NodeJS.Timeout>();
   let stopped = false;
   const leaseFrom = (at: Date) => new Date(at.getTime() + DISPATCH_LEASE_MS);
+  /** Claims written together; each is acted on only if its lease was still good when it was written (see attempt). */
+  const claims = new GroupCommit<MessageRecord, void>(async (items) => {
+    await messages.bulkWrite(
+      items.map((m) => ({
+        updateOne: {
+          filter: { _id: m._id, "dispatch.state": "pending", "dispatch.owner": owner },
+          update: {
+            $set: { "dispatch.state": "claimed", "dispatch.claimed_at": m.dispatch!.claimed_at, "dispatch.lease_until": m.dispatch!.lease_until },
+            $inc: { "dispatch.attempts": 1 },
+          },
+        },
+      })),
+      { ordered: false },
+    );
+    return items.map(() => undefined);
+  }, 200);
+  const leaseLeft = (lease: Date) => lease.getTime() - DISPATCH_LEASE_MARGIN_MS - clock.now().getTime();
 
   function schedule(message: MessageRecord, at: Date): void {
     if (stopped) return;
@@ -113,14 +141,17 @@ export function createDispatcher(deps: {
   }
 
   async function attempt(pending: MessageRecord): Promise<void> {
-    if (stopped) return;
+    if (stopped || !pending.send || !pending.dispatch || pending.dispatch.state !== "pending" || pending.dispatch.owner !== owner) return;
+    const lease = pending.dispatch.lease_until;
+    if (leaseLeft(lease) <= 0) return; // too late to be sure of it: the sweep takes it over once the lease has passed
     const now = clock.now();
-    const message = await messages.findOneAndUpdate(
-      { _id: pending._id, "dispatch.state": "pending", "dispatch.owner": owner },
-      { $set: { "dispatch.state": "claimed", "dispatch.claimed_at": now, "dispatch.lease_until": leaseFrom(now) }, $inc: { "dispatch.attempts": 1 } },
-      { returnDocument: "after" },
-    );
-    if (!message?.send || !message.dispatch) return; // done, or taken over by another process
+    const message: MessageRecord = {
+      ...pending,
+      dispatch: { ...pending.dispatch, state: "claimed", claimed_at: now, lease_until: leaseFrom(now), attempts: pending.dispatch.attempts + 1 },
+    };
+    await claims.add(message);
+    if (leaseLeft(lease) <= 0) return; // written late: another process may own it now; unsent, it fails as interrupted
+    if (!message.send || !message.dispatch) return;
     const send = message.send;
     let networkId: string;
     try {

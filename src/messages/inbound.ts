@@ -192,6 +192,30 @@ export function createInbound(deps: {
     );
     return ids.map(() => undefined);
   }, 500);
+  /**
+   * Dispatch's "sent", many messages in one ordered bulkWrite, three updates
+   * each: forward (accepted → sent), else late (the status is further on:
+   * only the time, the report and its event mark), and always the dispatch's
+   * outcome (network id, done). The first two change nothing when "sent" was
+   * reported already.
+   */
+  const sentWrites = new GroupCommit<{ messageId: string; networkMessageId: string; at: Date }, void>(async (items) => {
+    const now = clock.now();
+    await col.bulkWrite(
+      items.flatMap(({ messageId, networkMessageId, at }) => {
+        const outcome = { wa_message_id: networkMessageId, "dispatch.state": "done" as const, "dispatch.last_error": null };
+        const unreported = { _id: messageId, direction: "outbound" as const, reports: { $ne: "sent" } };
+        const record = { $addToSet: { reports: "sent", events_pending: "sent" }, $min: { sent_at: at } };
+        return [
+          { updateOne: { filter: { ...unreported, status: "accepted" as const }, update: { $set: { status: "sent" as const, ...outcome, updated_at: now }, ...record } } },
+          { updateOne: { filter: unreported, update: { $set: { ...outcome, updated_at: now }, ...record } } },
+          { updateOne: { filter: { _id: messageId }, update: { $set: outcome } } },
+        ];
+      }),
+      { ordered: true },
+    );
+    return items.map(() => undefined);
+  }, 200);
   const track = (write: Promise<void>) => {
     clearing.add(write);
     void write.catch((err: unknown) => logger.warn({ err }, "batched message write failed; the sweep repairs what it must")).finally(() => clearing.delete(write));
@@ -351,13 +375,12 @@ export function createInbound(deps: {
     },
     refund,
     async dispatched(message, networkMessageId, at) {
-      const record = { wa_message_id: networkMessageId, "dispatch.state": "done", "dispatch.last_error": null };
       // Marked before the write: the network's own "sent", often on its way already, is then known as a repeat.
       const first = !applied.has(`${message._id}:sent`);
       applied.set(`${message._id}:sent`, true);
-      if (first && (await applyStatus({ _id: message._id }, "sent", at, null, record))) return;
-      // The network's own "sent" report came first: only the dispatch's outcome is left to record.
-      await col.updateOne({ _id: message._id }, { $set: record });
+      await sentWrites.add({ messageId: message._id, networkMessageId, at });
+      // The event is stored once whoever fires it (its id is derived from message and status).
+      if (first) await publishStatus({ ...message, wa_message_id: networkMessageId }, "sent", at, null);
     },
     async recover(olderThanMs) {
       const cutoff = new Date(clock.now().getTime() - olderThanMs);
