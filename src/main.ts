@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
+import { hashSecret } from "./auth/api-key-secret.js";
 import { SCOPES } from "./auth/scopes.js";
+import { loadDevCredentials, saveDevCredentials, type DevCredentials } from "./console/dev-credentials.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
 import { ensureDemoSenderAndTemplate } from "./messages/demo.js";
 import { systemClock } from "./shared/clock.js";
@@ -34,15 +36,18 @@ interface Demo {
 
 /**
  * Makes sure the demo workspace exists (1,000 credits) with a demo sender
- * and template, and gives it a fresh key with every scope, revoking the
- * previous demo keys (a secret cannot be shown twice). Returns the new secret.
+ * and template, and an API key with every scope: the one kept in the
+ * development credentials while it is still valid (so yesterday's
+ * `export API_KEY=…` still works), else a new one, saved there.
  */
-async function createDemoKey(service: RunningService): Promise<Demo> {
+async function ensureDemo(service: RunningService, credentials: DevCredentials, file: string): Promise<Demo> {
   const workspace =
     (await service.workspaces.findDemo()) ??
     (await service.workspaces.create({ name: "Demo workspace", credits: 1000, demo: true }));
-  const old = await service.keys.collection.find({ workspace_id: workspace._id, name: "demo", revoked_at: null }).toArray();
-  for (const key of old) await service.keys.revoke(key._id);
+  const { senderId, templateId, formTemplateId } = await ensureDemoSenderAndTemplate(service.db, systemClock, workspace._id);
+  const kept = credentials.apiKeySecret ? await service.keys.findBySecretHash(hashSecret(credentials.apiKeySecret)) : null;
+  const usable = kept && kept.workspace_id === workspace._id && !kept.revoked_at && (!kept.expires_at || kept.expires_at > new Date());
+  if (usable) return { workspaceId: workspace._id, secret: credentials.apiKeySecret, senderId, templateId, formTemplateId };
   const { secret } = await service.keys.create({
     workspaceId: workspace._id,
     name: "demo",
@@ -51,7 +56,7 @@ async function createDemoKey(service: RunningService): Promise<Demo> {
     ipAllowList: [],
     rateLimitPerMin: 100,
   });
-  const { senderId, templateId, formTemplateId } = await ensureDemoSenderAndTemplate(service.db, systemClock, workspace._id);
+  await saveDevCredentials(file, { ...credentials, apiKeySecret: secret });
   return { workspaceId: workspace._id, secret, senderId, templateId, formTemplateId };
 }
 
@@ -60,7 +65,8 @@ function banner(
   service: RunningService,
   demo: Demo | undefined,
   consoleToken: string,
-  tokenGenerated: boolean,
+  /** What to say of CONSOLE_TOKEN when the environment did not set it; undefined when it did. */
+  tokenNote: string | undefined,
   demoAdmin: { email: string; password: string } | undefined,
 ): string {
   const api = `http://localhost:${service.publicPort}`;
@@ -72,19 +78,19 @@ function banner(
     `  Console API (messaging.console.v1, /console/v1):  ${consoleUrl}`,
     "",
   ];
-  if (tokenGenerated) {
-    lines.push("CONSOLE_TOKEN was not set; this run uses a generated one. For the msgsvc CLI:");
+  if (tokenNote) {
+    lines.push(`CONSOLE_TOKEN was not set; ${tokenNote}. For the msgsvc CLI:`);
   } else {
     lines.push("For the msgsvc CLI:");
   }
   lines.push(`  export CONSOLE_URL=${consoleUrl} CONSOLE_TOKEN=${consoleToken}`, "  npx msgsvc workspaces list", "");
   if (demoAdmin) {
-    lines.push(`Console sign-in (bootstrap admin; a new password each start): ${demoAdmin.email} / ${demoAdmin.password}`, "");
+    lines.push(`Console sign-in (bootstrap admin, kept across restarts): ${demoAdmin.email} / ${demoAdmin.password}`, "");
   }
   if (demo) {
     const sendBody = JSON.stringify({ to: "4915112345678", sender: demo.senderId, template: { id: demo.templateId, variables: { name: "Ada", code: "123456" } } });
     lines.push(
-      `Demo workspace ${demo.workspaceId}, API key (shown once; a new one each start):`,
+      `Demo workspace ${demo.workspaceId}, API key (kept in DATA_DIR/dev-credentials.json across restarts):`,
       `  export API_KEY=${demo.secret}`,
       "",
       "REST:",
@@ -144,14 +150,19 @@ async function main(): Promise<void> {
     embedded = await startEmbeddedMongo({ kind: "h2", file: path.join(config.dataDir, "database.mv"), commitIntervalMs: EMBEDDED_COMMIT_INTERVAL_MS }, logger);
     mongodbUri = embedded.uri;
   }
-  const tokenGenerated = !config.consoleToken;
-  const consoleToken = config.consoleToken ?? randomBytes(24).toString("base64url");
+  // Local development (the embedded database) keeps its demo key, console token and admin password in
+  // DATA_DIR across restarts; production (MONGODB_URI) never makes or reads them.
+  const credentialsFile = path.join(config.dataDir, "dev-credentials.json");
+  const credentials = embedded ? await loadDevCredentials(credentialsFile) : undefined;
+  const tokenNote = config.consoleToken
+    ? undefined
+    : credentials
+      ? "this one is kept in DATA_DIR/dev-credentials.json across restarts"
+      : "this run uses a generated one";
+  const consoleToken = config.consoleToken ?? credentials?.consoleToken ?? randomBytes(24).toString("base64url");
   // On the embedded default without a configured admin, sign-in for the web console uses a
-  // bootstrap admin whose password is made up (and printed) at each start.
-  const demoAdmin =
-    embedded && !config.consoleAdminEmail
-      ? { email: "admin@localhost", password: randomBytes(12).toString("base64url") }
-      : undefined;
+  // bootstrap admin whose password is kept with the development credentials.
+  const demoAdmin = credentials && !config.consoleAdminEmail ? { email: "admin@localhost", password: credentials.adminPassword } : undefined;
   const webhookSecretKey = config.webhookSecretKey ?? (await loadOrCreateSecretKey(path.join(config.dataDir, "webhook-secret-key")));
   // The embedded default is local development: webhooks may go to receivers on this machine
   // (`msgsvc webhooks listen`, http://localhost) unless the variables say otherwise.
@@ -194,8 +205,8 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => void stop("SIGTERM"));
 
   if (config.role !== "worker") {
-    const demo = embedded ? await createDemoKey(service) : undefined;
-    process.stdout.write(banner(config, service, demo, consoleToken, tokenGenerated, demoAdmin));
+    const demo = credentials ? await ensureDemo(service, credentials, credentialsFile) : undefined;
+    process.stdout.write(banner(config, service, demo, consoleToken, tokenNote, demoAdmin));
   }
 }
 

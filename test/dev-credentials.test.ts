@@ -1,0 +1,84 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { projectRoot } from "../src/shared/project-root.js";
+import { TEST_WEBHOOK_SECRET_KEY } from "./helpers/processes.js";
+
+/*
+ * `npm start` on the embedded database keeps its development credentials
+ * (demo API key, console token, admin password) in DATA_DIR across restarts,
+ * as Stripe's test keys stay put; with MONGODB_URI it keeps none.
+ */
+
+const dataDir = await mkdtemp(path.join(os.tmpdir(), "dev-credentials-"));
+afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+interface Banner {
+  apiKey: string;
+  consoleToken: string;
+  adminPassword: string;
+  publicUrl: string;
+}
+
+/** Runs src/main.ts until its banner is printed, reads the credentials from it, and stops it with SIGTERM. */
+async function startAndRead(env: Record<string, string | undefined>): Promise<Banner> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: projectRoot,
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", CONSOLE_PORT: "0", LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  const exited = once(child, "exit");
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on("data", () => out.includes("Stop with Ctrl-C.") && resolve());
+    child.once("exit", () => reject(new Error(`exited before its banner:\n${out}`)));
+  });
+  const pick = (re: RegExp) => re.exec(out)?.[1] ?? "";
+  const banner = {
+    apiKey: pick(/export API_KEY=(\S+)/),
+    consoleToken: pick(/CONSOLE_TOKEN=(\S+)/),
+    adminPassword: pick(/admin@localhost \/ (\S+)/),
+    publicUrl: pick(/Public API \(gRPC, gRPC-Web, Connect, REST \/v1\): (http:\/\/localhost:\d+)/),
+  };
+  const me = await fetch(`${banner.publicUrl}/v1/me`, { headers: { authorization: `Bearer ${banner.apiKey}` } });
+  expect(me.status).toBe(200);
+  child.kill("SIGTERM");
+  await exited;
+  return banner;
+}
+
+describe("development credentials", () => {
+  it("are the same after a restart on the embedded database, kept owner-only in DATA_DIR", async () => {
+    const env = { MONGODB_URI: undefined, CONSOLE_TOKEN: undefined, CONSOLE_ADMIN_EMAIL: undefined, CONSOLE_ADMIN_PASSWORD: undefined, DATA_DIR: dataDir };
+    const first = await startAndRead(env);
+    expect(first.apiKey).toMatch(/^sk_/);
+    expect(first.consoleToken.length).toBeGreaterThanOrEqual(24);
+    expect(first.adminPassword.length).toBeGreaterThanOrEqual(12);
+    const second = await startAndRead(env);
+    expect(second).toMatchObject({ apiKey: first.apiKey, consoleToken: first.consoleToken, adminPassword: first.adminPassword });
+    const file = path.join(dataDir, "dev-credentials.json");
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(await readFile(file, "utf8"))).toEqual({ api_key_secret: first.apiKey, console_token: first.consoleToken, admin_password: first.adminPassword });
+  }, 120_000);
+
+  it("are never made with MONGODB_URI", async () => {
+    const other = await mkdtemp(path.join(os.tmpdir(), "dev-credentials-prod-"));
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: projectRoot,
+      env: { ...process.env, MONGODB_URI: inject("mongoUri"), MONGODB_DATABASE: `test_devcred_${process.pid}`, WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, DATA_DIR: other, PORT: "0", CONSOLE_PORT: "0", LOG_LEVEL: "info" },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    await new Promise<void>((resolve) => child.stdout.on("data", () => out.includes("Messaging service is running") && resolve()));
+    child.kill("SIGTERM");
+    await once(child, "exit");
+    expect(out).not.toContain("API_KEY=");
+    await expect(stat(path.join(other, "dev-credentials.json"))).rejects.toThrow();
+    await rm(other, { recursive: true, force: true });
+  }, 60_000);
+});
