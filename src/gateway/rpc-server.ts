@@ -4,7 +4,8 @@ import ipaddr from "ipaddr.js";
 import { Code, ConnectError, createContextValues, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { apiError, type ErrorCode } from "../shared/errors.js";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { apiError, describeError, toConnectError, type ErrorCode } from "../shared/errors.js";
 import { newRequestId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
 import { createRestGateway, writeRestError, type NodeRequest, type NodeResponse, type RestGateway } from "./rest-gateway.js";
@@ -160,6 +161,29 @@ function watchGrpcStatus(res: NodeResponse, onStatus: (status: string) => void):
   };
 }
 
+/**
+ * Answers a gRPC or gRPC-Web request with `error` as a trailers-only
+ * response (HTTP 200, grpc-status, grpc-message and the google.rpc.Status
+ * details in grpc-status-details-bin), as a gRPC server does for a call it
+ * refuses before any handler: never an HTTP error with a JSON body, which a
+ * gRPC client cannot read.
+ */
+function writeGrpcError(res: NodeResponse, state: RequestState, error: ConnectError): void {
+  state.errorCode = describeError(error).code;
+  const status: Record<string, string> = {};
+  setTrailerStatus(new Headers(), error).forEach((value, name) => (status[name] = name === "grpc-message" ? minimalGrpcMessage(value) : value));
+  if (state.protocol === "grpc-web") {
+    // gRPC-Web: a trailers-only answer carries the status in its headers.
+    res.writeHead(200, { "content-type": "application/grpc-web+proto", ...status });
+    res.end();
+    return;
+  }
+  // gRPC (HTTP/2): headers, then the status as trailers, which every gRPC client reads.
+  res.writeHead(200, { "content-type": "application/grpc" });
+  res.addTrailers(status);
+  res.end();
+}
+
 function protocolOf(contentType: string | undefined): Protocol {
   const type = contentType ?? "";
   if (type.startsWith("application/grpc-web")) return "grpc-web";
@@ -226,7 +250,8 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       requestId: newRequestId(),
       receivedAt: new Date(),
       startedAt: process.hrtime.bigint(),
-      protocol: isRpc ? protocolOf(req.headers["content-type"]) : httpRoute ? "http" : "rest",
+      // gRPC by its content type even on a path nobody serves, so that its answer is a gRPC status.
+      protocol: isRpc || /^application\/grpc/.test(req.headers["content-type"] ?? "") ? protocolOf(req.headers["content-type"]) : httpRoute ? "http" : "rest",
       httpMethod: req.method ?? "GET",
       path,
       clientAddress: clientAddressOf(req, options.trustForwardedFor),
@@ -263,6 +288,11 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         return;
       }
       if (options.admit) await options.admit(state, req);
+      if (!isRpc && /^application\/grpc/.test(req.headers["content-type"] ?? "")) {
+        // A gRPC call of a method this port does not serve: the refusal of its key if any, else unimplemented.
+        writeGrpcError(res, state, state.refusal ? toConnectError(state.refusal) : apiError("unimplemented", `The method ${path} does not exist on this service`, { method: path }));
+        return;
+      }
       if (isRpc) {
         connectHandler(req, res);
       } else {
