@@ -20,6 +20,7 @@ import { createWebhooksCapability } from "./webhooks/webhooks-capability.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { createMessagingCapabilities } from "./messages/messaging-capability.js";
 import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gateway/interceptors.js";
+import { createReflectionServices } from "./gateway/reflection-service.js";
 import { createRpcServer, type RpcServer } from "./gateway/rpc-server.js";
 import { mergeServices, registerService } from "./gateway/services.js";
 import { createHealthService } from "./health/health-service.js";
@@ -176,7 +177,10 @@ export async function startService(options: StartOptions): Promise<RunningServic
     if (!config.consoleToken) throw new Error("CONSOLE_TOKEN must be set for the console port");
     publicServer = createRpcServer({
       services: publicServices,
-      openServices: [registerService(Health, createHealthService(publicServices.map((s) => s.service.typeName), probe))],
+      openServices: [
+        registerService(Health, createHealthService(publicServices.map((s) => s.service.typeName), probe)),
+        ...createReflectionServices([...publicServices.map((s) => s.service), Health]),
+      ],
       httpRoutes: capabilities.flatMap((c) => c.httpRoutes ?? []),
       interceptors: [outcomeInterceptor(logger), refusalInterceptor, scopeInterceptor],
       admit: admission.admit,
