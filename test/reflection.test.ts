@@ -64,6 +64,7 @@ describe("gRPC server reflection", () => {
       request({ case: "fileContainingSymbol", value: "messaging.v1.MessageService.SendMessage" }),
       request({ case: "fileContainingSymbol", value: "messaging.v1.NoSuchThing" }),
       request({ case: "fileByFilename", value: "messaging/v1/messages.proto" }),
+      request({ case: "fileContainingSymbol", value: "google.rpc.ErrorInfo" }),
     ]);
     for (const answer of answers.slice(0, 2)) {
       expect(answer.messageResponse.case).toBe("fileDescriptorResponse");
@@ -78,6 +79,8 @@ describe("gRPC server reflection", () => {
     expect(answers[3]!.messageResponse.case).toBe("fileDescriptorResponse");
     const byName = (answers[3]!.messageResponse.value as v1.FileDescriptorResponse).fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b));
     expect(byName[0]?.name).toBe("messaging/v1/messages.proto");
+    // The error detail every error carries can be decoded by a reflecting client (grpcurl prints it).
+    expect(answers[4]!.messageResponse.case).toBe("fileDescriptorResponse");
   });
 
   it("answers the older v1alpha protocol too", async () => {

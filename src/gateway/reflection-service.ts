@@ -7,6 +7,7 @@ import {
   type ServerReflectionRequest,
 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ReflectionV1Alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { registerService, type ServiceRegistration } from "./services.js";
 
 /**
@@ -16,7 +17,9 @@ import { registerService, type ServiceRegistration } from "./services.js";
  * reflection services themselves: list_services, file_by_filename and
  * file_containing_symbol (a service, method, message or enum; the answer
  * carries the file and every file it imports, as serialized
- * FileDescriptorProtos); extensions: NOT_FOUND (this API declares none).
+ * FileDescriptorProtos; google.rpc's error details are known too, so that a
+ * client can decode an error's ErrorInfo); extensions: NOT_FOUND (this API
+ * declares none).
  * Open on the public port like health: it tells the shape of the public API,
  * which the OpenAPI document tells too, and nothing of any workspace.
  */
@@ -31,6 +34,8 @@ export function createReflectionServices(services: readonly DescService[]): Serv
     f.dependencies.forEach(collect);
   };
   all.forEach((s) => collect(s.file));
+  // The error details every error carries (google.rpc.ErrorInfo, BadRequest), so that clients can decode them.
+  collect(file_google_rpc_error_details);
   const registry = createRegistry(...files.values());
 
   /** The file of `symbol` ("pkg.Service", "pkg.Service.Method", "pkg.Message", "pkg.Enum"), if this registry knows it. */
