@@ -81,7 +81,9 @@ describe("msgsvc senders, templates, credits and simulate", () => {
     expect(created.code).toBe(0);
     expect(created.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+LANGUAGE\s+STATUS\s+VARIABLES/);
     expect(created.stdout).toContain("name?,code");
-    const [template] = JSON.parse((await msgsvc(t, ["templates", "list", "--workspace", ws.id, "--json"])).stdout);
+    const templatesList = JSON.parse((await msgsvc(t, ["templates", "list", "--workspace", ws.id, "--json"])).stdout);
+    expect(templatesList).toMatchObject({ object: "list", total: 1, next_page_token: null });
+    const [template] = templatesList.data;
     expect(template.variables).toEqual([
       { name: "name", required: false, example: "Ada" },
       { name: "code", required: true, example: "123456" },
@@ -106,7 +108,7 @@ describe("msgsvc senders, templates, credits and simulate", () => {
     expect(statsJson).toMatchObject({ total: 1, recent: 1, recent_replies: 1 });
     expect(Object.values(statsJson.by_status as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(1);
     const ledger = await msgsvc(t, ["credits", "ledger", "--workspace", ws.id, "--json"]);
-    expect(JSON.parse(ledger.stdout).map((e: { kind: string; amount: number }) => [e.kind, e.amount])).toEqual([["spend", -1], ["top_up", 5]]);
+    expect(JSON.parse(ledger.stdout).data.map((e: { kind: string; amount: number }) => [e.kind, e.amount])).toEqual([["spend", -1], ["top_up", 5]]);
     const archived = await msgsvc(t, ["templates", "archive", template.id, "--json"]);
     expect(JSON.parse(archived.stdout).status).toBe("archived");
     expect((await msgsvc(t, ["senders", "archive", sender.id])).stdout).toContain("archived");

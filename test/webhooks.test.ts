@@ -410,9 +410,9 @@ describe("msgsvc webhooks, deliveries, attempts", () => {
     const [delivery] = await deliveriesOf(id, (d) => d[0]?.status === "failed");
     const deliveries = await msgsvc(["deliveries", "list", "--endpoint", id]);
     expect(deliveries.stdout).toMatch(new RegExp(`${delivery.id}\\s+message.delivered\\s+failed\\s+8\\s+500\\s+http_status`));
-    expect(JSON.parse((await msgsvc(["deliveries", "list", "--event", event._id, "--json"])).stdout)[0].id).toBe(delivery.id);
+    expect(JSON.parse((await msgsvc(["deliveries", "list", "--event", event._id, "--json"])).stdout).data[0].id).toBe(delivery.id);
     const attempts = await msgsvc(["attempts", "list", "--delivery", delivery.id, "--json"]);
-    expect(JSON.parse(attempts.stdout)).toHaveLength(8);
+    expect(JSON.parse(attempts.stdout)).toMatchObject({ object: "list", total: 8, next_page_token: null });
 
     rcv.behave(answerOk);
     const retried = await msgsvc(["deliveries", "retry", delivery.id]);

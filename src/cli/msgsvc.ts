@@ -6,6 +6,7 @@ import { auditCommands } from "./commands/audit.js";
 import { creditCommands } from "./commands/credits.js";
 import { deliveryCommands } from "./commands/deliveries.js";
 import { keyCommands } from "./commands/keys.js";
+import { eventCommands, messageCommands } from "./commands/messages.js";
 import { requestCommands } from "./commands/requests.js";
 import { senderCommands } from "./commands/senders.js";
 import { simulateCommands } from "./commands/simulate.js";
@@ -13,14 +14,21 @@ import { templateCommands } from "./commands/templates.js";
 import { userCommands } from "./commands/users.js";
 import { webhookCommands } from "./commands/webhooks.js";
 import { workspaceCommands } from "./commands/workspaces.js";
-import { createCliContext, UsageError, type CliContext } from "./context.js";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { projectRoot } from "../shared/project-root.js";
+import { CommandFailure, createCliContext, UsageError, type CliContext } from "./context.js";
+
+/** Version of the service and its CLI (package.json). */
+const VERSION = (JSON.parse(readFileSync(path.join(projectRoot, "package.json"), "utf8")) as { version: string }).version;
 
 /*
  * msgsvc: the console CLI. It calls the console API (messaging.console.v1)
  * over Connect at CONSOLE_URL with `Authorization: Bearer $CONSOLE_TOKEN`.
  * People get tables; scripts pass --json and get the REST JSON of the answer.
  * On failure it prints "error: <code>: <message>" to stderr and exits 1
- * (2 for bad usage).
+ * (a refused call or a command that failed, such as a failed manual delivery
+ * attempt; 2 for bad usage). `--version` prints the version.
  */
 
 /** The command groups, one module each under commands/. */
@@ -30,6 +38,8 @@ const groups: ((ctx: CliContext) => Command)[] = [
   senderCommands,
   templateCommands,
   creditCommands,
+  messageCommands,
+  eventCommands,
   simulateCommands,
   webhookCommands,
   deliveryCommands,
@@ -47,6 +57,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
   const ctx = createCliContext(env, (text) => process.stdout.write(`${text}\n`));
   const program = new Command("msgsvc")
     .description("Console CLI of the messaging service (reads CONSOLE_URL and CONSOLE_TOKEN)")
+    .version(VERSION, "-V, --version", "print the version")
     .addHelpText("after", "\nEnvironment:\n  CONSOLE_URL    console API base URL (default http://127.0.0.1:8081)\n  CONSOLE_TOKEN  console token");
   for (const group of groups) program.addCommand(group(ctx));
   // Throw instead of exiting, in every subcommand, so errors get one treatment below.
@@ -65,6 +76,10 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
       const extra = Object.keys(rest).length > 0 ? ` ${JSON.stringify(rest)}` : "";
       const hint = err.code === Code.Unavailable ? ` (is the service running at ${env.CONSOLE_URL || "http://127.0.0.1:8081"}?)` : "";
       process.stderr.write(`error: ${code}: ${message}${extra}${hint}\n`);
+      return 1;
+    }
+    if (err instanceof CommandFailure) {
+      process.stderr.write(`error: ${err.code}: ${err.message}\n`);
       return 1;
     }
     if (err instanceof UsageError) {

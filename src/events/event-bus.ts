@@ -160,6 +160,9 @@ export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
     async ensureIndexes() {
       await collection.createIndex({ workspace_id: 1, created_at: -1 });
       await collection.createIndex({ fanned_out_at: 1, created_at: 1 });
+      // The console's message log: the events a message caused.
+      await collection.createIndex({ "data.message_id": 1 });
+      await collection.createIndex({ "data.reply_to_message_id": 1 });
     },
   };
 }

@@ -87,6 +87,8 @@ export interface MessageStore {
   getForKey(id: string, apiKeyId: string): Promise<MessageRecord | null>;
   /** Outbound messages of key `apiKeyId`, newest first, optionally by status and recipient. */
   listForKey(apiKeyId: string, filter: { status?: StoredStatus; to?: string }, page: PageRequest): Promise<Page<MessageRecord>>;
+  /** Messages matching `filter` (the console's message log), newest first. */
+  list(filter: Filter<MessageRecord>, page: PageRequest): Promise<Page<MessageRecord>>;
   ensureIndexes(): Promise<void>;
 }
 
@@ -103,9 +105,11 @@ export function createMessageStore(db: Db): MessageStore {
       if (to) filter.to = to;
       return listPage(collection, filter, page);
     },
+    list: (filter, page) => listPage(collection, filter, page),
     async ensureIndexes() {
       await collection.createIndex({ api_key_id: 1, created_at: -1, _id: -1 });
       await collection.createIndex({ wa_message_id: 1 });
+      await collection.createIndex({ workspace_id: 1, direction: 1, created_at: -1, _id: -1 });
       // The sweep's queries: leases run out, claims too old.
       await collection.createIndex({ "dispatch.state": 1, "dispatch.lease_until": 1 });
       await collection.createIndex({ "dispatch.state": 1, "dispatch.claimed_at": 1 });

@@ -1,4 +1,5 @@
 import { MessageStatsService } from "../../gen/messaging/console/v1/message_stats_pb.js";
+import { MessageLogService } from "../../gen/messaging/console/v1/messages_pb.js";
 import { SimulatorService } from "../../gen/messaging/console/v1/simulator_pb.js";
 import { MessageService } from "../../gen/messaging/v1/messages_pb.js";
 import type { Capability, Platform } from "../capability.js";
@@ -16,6 +17,7 @@ import { createDispatcher } from "./dispatch.js";
 import { createIdempotencyStore } from "./idempotency.js";
 import { createInbound } from "./inbound.js";
 import { createMessageService } from "./message-service.js";
+import { createMessageLogService } from "./message-log-service.js";
 import { createMessageStatsService } from "./message-stats-service.js";
 import { createMessageStore } from "./message-store.js";
 
@@ -90,6 +92,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     consoleServices: [
       registerService(SimulatorService, createSimulatorService({ simulator, messages })),
       registerService(MessageStatsService, createMessageStatsService({ messages, workspaces: platform.workspaces, clock })),
+      registerService(MessageLogService, createMessageLogService({ messages, credits, events, workspaces: platform.workspaces })),
     ],
     httpRoutes: network.httpRoutes,
     jobs: [{ name: MESSAGES_SWEEP_JOB, concurrency: 1, run: sweep }],

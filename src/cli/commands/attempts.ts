@@ -1,6 +1,6 @@
 import { Command } from "commander";
-import { DeliveryAttemptSchema, DeliveryService } from "../../../gen/messaging/console/v1/deliveries_pb.js";
-import type { CliContext } from "../context.js";
+import { DeliveryAttemptSchema, ListDeliveryAttemptsResponseSchema, DeliveryService } from "../../../gen/messaging/console/v1/deliveries_pb.js";
+import { wholeNumber, type CliContext } from "../context.js";
 
 /** Columns of an attempt in tables. */
 export const attemptColumns = ["id", "trigger", "number", "started_at", "duration_ms", "http_status", "error_kind", "succeeded", "next_attempt_at"];
@@ -16,9 +16,8 @@ export function attemptCommands(ctx: CliContext): Command {
     .option("--page-token <token>", "token of the page to show", "")
     .option("--json", "print JSON")
     .action(async (o: { delivery: string; pageSize: string; pageToken: string; json?: boolean }) => {
-      const res = await ctx.client(DeliveryService).listDeliveryAttempts({ deliveryId: o.delivery, pageSize: Number(o.pageSize), pageToken: o.pageToken });
-      ctx.print(DeliveryAttemptSchema, res.data, attemptColumns, !!o.json);
-      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+      const res = await ctx.client(DeliveryService).listDeliveryAttempts({ deliveryId: o.delivery, pageSize: wholeNumber("--page-size", o.pageSize), pageToken: o.pageToken });
+      ctx.printList(ListDeliveryAttemptsResponseSchema, res, attemptColumns, !!o.json);
     });
   return attempts;
 }

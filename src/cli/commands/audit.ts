@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { AuditEntrySchema, AuditLogService } from "../../../gen/messaging/console/v1/audit_log_pb.js";
+import { AuditEntrySchema, ListAuditEntriesResponseSchema, AuditLogService } from "../../../gen/messaging/console/v1/audit_log_pb.js";
 import { wholeNumber, type CliContext } from "../context.js";
 
 /** `msgsvc audit list`: the console's audit log, newest first. */
@@ -18,8 +18,7 @@ export function auditCommands(ctx: CliContext): Command {
         pageSize: wholeNumber("--page-size", o.pageSize),
         pageToken: o.pageToken,
       });
-      ctx.print(AuditEntrySchema, res.data, ["at", "actor", "operation", "workspace_id", "outcome"], !!o.json);
-      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+      ctx.printList(ListAuditEntriesResponseSchema, res, ["at", "actor", "operation", "workspace_id", "outcome"], !!o.json);
     });
   return audit;
 }

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { CreditLedgerEntrySchema, CreditService } from "../../../gen/messaging/console/v1/credits_pb.js";
+import { CreditLedgerEntrySchema, ListCreditLedgerEntriesResponseSchema, CreditService } from "../../../gen/messaging/console/v1/credits_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
 import { wholeNumber, type CliContext } from "../context.js";
 
@@ -31,9 +31,8 @@ export function creditCommands(ctx: CliContext): Command {
     .option("--page-token <token>", "token of the page to show", "")
     .option("--json", "print JSON")
     .action(async (o: { workspace: string; pageSize: string; pageToken: string; json?: boolean }) => {
-      const res = await ctx.client(CreditService).listCreditLedgerEntries({ workspaceId: o.workspace, pageSize: Number(o.pageSize), pageToken: o.pageToken });
-      ctx.print(CreditLedgerEntrySchema, res.data, columns, !!o.json);
-      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+      const res = await ctx.client(CreditService).listCreditLedgerEntries({ workspaceId: o.workspace, pageSize: wholeNumber("--page-size", o.pageSize), pageToken: o.pageToken });
+      ctx.printList(ListCreditLedgerEntriesResponseSchema, res, columns, !!o.json);
     });
   return credits;
 }

@@ -1,7 +1,7 @@
 import { Command } from "commander";
-import { DeliveryAttemptSchema, DeliverySchema, DeliveryService } from "../../../gen/messaging/console/v1/deliveries_pb.js";
+import { DeliveryAttemptSchema, DeliverySchema, DeliveryService, ListDeliveriesResponseSchema } from "../../../gen/messaging/console/v1/deliveries_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
-import { UsageError, type CliContext } from "../context.js";
+import { CommandFailure, UsageError, wholeNumber, type CliContext } from "../context.js";
 import { attemptColumns } from "./attempts.js";
 
 const deliveryColumns = ["id", "event_type", "status", "attempt_count", "last_http_status", "last_error_kind", "next_attempt_at", "created_at"];
@@ -20,9 +20,8 @@ export function deliveryCommands(ctx: CliContext): Command {
     .option("--json", "print JSON")
     .action(async (o: { endpoint: string; event: string; pageSize: string; pageToken: string; json?: boolean }) => {
       if (o.endpoint === "" && o.event === "") throw new UsageError("give --endpoint or --event");
-      const res = await client().listDeliveries({ endpointId: o.endpoint, eventId: o.event, pageSize: Number(o.pageSize), pageToken: o.pageToken });
-      ctx.print(DeliverySchema, res.data, deliveryColumns, !!o.json);
-      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+      const res = await client().listDeliveries({ endpointId: o.endpoint, eventId: o.event, pageSize: wholeNumber("--page-size", o.pageSize), pageToken: o.pageToken });
+      ctx.printList(ListDeliveriesResponseSchema, res, deliveryColumns, !!o.json);
     });
   deliveries
     .command("get <id>")
@@ -37,12 +36,18 @@ export function deliveryCommands(ctx: CliContext): Command {
     .option("--json", "print JSON")
     .action(async (id: string, o: { json?: boolean }) => {
       const res = await client().retryDelivery({ id });
+      const attempt = toRestJson(DeliveryAttemptSchema, res.attempt!);
       if (o.json) {
-        ctx.printJson({ attempt: toRestJson(DeliveryAttemptSchema, res.attempt!), delivery: toRestJson(DeliverySchema, res.delivery!) });
-        return;
+        ctx.printJson({ attempt, delivery: toRestJson(DeliverySchema, res.delivery!) });
+      } else {
+        ctx.print(DeliveryAttemptSchema, res.attempt!, attemptColumns, false);
+        ctx.say(`\ndelivery ${id} is ${toRestJson(DeliverySchema, res.delivery!).status}`, false);
       }
-      ctx.print(DeliveryAttemptSchema, res.attempt!, attemptColumns, false);
-      ctx.say(`\ndelivery ${id} is ${toRestJson(DeliverySchema, res.delivery!).status}`, false);
+      // A script must see a failed attempt in the exit code, not only in the output.
+      if (!res.attempt!.succeeded) {
+        const answer = attempt.http_status === null ? `no answer (${String(attempt.error_kind)})` : `HTTP ${String(attempt.http_status)}`;
+        throw new CommandFailure("attempt_failed", `the manual attempt ${String(attempt.id)} failed: ${answer}`);
+      }
     });
   return deliveries;
 }

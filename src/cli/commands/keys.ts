@@ -1,6 +1,6 @@
-import { Command } from "commander";
+import { Command, Option } from "commander";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { ApiKeyService, ApiKeySchema } from "../../../gen/messaging/console/v1/api_keys_pb.js";
+import { ApiKeyService, ApiKeySchema, ListApiKeysResponseSchema } from "../../../gen/messaging/console/v1/api_keys_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
 import { splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
 
@@ -16,7 +16,7 @@ export function keyCommands(ctx: CliContext): Command {
     .option("--scopes <list>", "comma-separated scopes, for example messages:send,messages:read", "")
     .option("--expires-at <iso8601>", "expiry, for example 2027-01-31T00:00:00Z")
     .option("--ip-allow <list>", "comma-separated addresses or CIDR ranges (IPv4 or IPv6)", "")
-    .option("--rate-limit <n>", "requests per minute, 1 to 100 (default 30)", "0")
+    .addOption(new Option("--rate-limit <n>", "requests per minute, 1 to 100").default("0", "30"))
     .option("--json", "print JSON")
     .action(async (o: { workspace: string; name: string; scopes: string; expiresAt?: string; ipAllow: string; rateLimit: string; json?: boolean }) => {
       let expiresAt;
@@ -49,9 +49,8 @@ export function keyCommands(ctx: CliContext): Command {
     .option("--page-token <token>", "token of the page to show", "")
     .option("--json", "print JSON")
     .action(async (o: { workspace: string; pageSize: string; pageToken: string; json?: boolean }) => {
-      const res = await ctx.client(ApiKeyService).listApiKeys({ workspaceId: o.workspace, pageSize: Number(o.pageSize), pageToken: o.pageToken });
-      ctx.print(ApiKeySchema, res.data, columns, !!o.json);
-      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+      const res = await ctx.client(ApiKeyService).listApiKeys({ workspaceId: o.workspace, pageSize: wholeNumber("--page-size", o.pageSize), pageToken: o.pageToken });
+      ctx.printList(ListApiKeysResponseSchema, res, columns, !!o.json);
     });
   keys
     .command("update <id>")

@@ -1,7 +1,8 @@
 import { Command } from "commander";
 import {
   GetRefusalTimelineResponseSchema,
-  LoggedRequestSchema,
+  ListRefusedRequestGroupsResponseSchema,
+  ListRequestsResponseSchema,
   RefusedRequestGroupSchema,
   RequestLogService,
   RequestOutcome,
@@ -23,8 +24,9 @@ export function requestCommands(ctx: CliContext): Command {
     .option("--since <when>", "duration back from now (1h, 30m) or ISO time")
     .option("--until <when>", "duration back from now or ISO time")
     .option("--page-size <n>", "items per page (at most 100)", "50")
+    .option("--page-token <token>", "token of the page to show", "")
     .option("--json", "print JSON")
-    .action(async (o: { workspace: string; key: string; operation: string; outcome?: string; errorCode: string; since?: string; until?: string; pageSize: string; json?: boolean }) => {
+    .action(async (o: { workspace: string; key: string; operation: string; outcome?: string; errorCode: string; since?: string; until?: string; pageSize: string; pageToken: string; json?: boolean }) => {
       if (o.outcome !== undefined && o.outcome !== "ok" && o.outcome !== "refused") {
         throw new UsageError(`--outcome: must be ok or refused, got ${JSON.stringify(o.outcome)}`);
       }
@@ -37,8 +39,9 @@ export function requestCommands(ctx: CliContext): Command {
         since: since(o.since),
         until: since(o.until),
         pageSize: wholeNumber("--page-size", o.pageSize),
+        pageToken: o.pageToken,
       });
-      ctx.print(LoggedRequestSchema, res.data, ["at", "protocol", "http_method", "path", "http_status", "error_code", "api_key_id", "client_address"], !!o.json);
+      ctx.printList(ListRequestsResponseSchema, res, ["at", "protocol", "http_method", "path", "http_status", "error_code", "api_key_id", "client_address"], !!o.json);
     });
   requests
     .command("refused")
@@ -48,7 +51,7 @@ export function requestCommands(ctx: CliContext): Command {
     .option("--json", "print JSON")
     .action(async (o: { workspace: string; since?: string; json?: boolean }) => {
       const res = await ctx.client(RequestLogService).listRefusedRequestGroups({ workspaceId: o.workspace, since: since(o.since) });
-      if (o.json) return ctx.print(RefusedRequestGroupSchema, res.data, [], true);
+      if (o.json) return ctx.printJson(toRestJson(ListRefusedRequestGroupsResponseSchema, res));
       const rows = res.data.map((g) => {
         const json = toRestJson(RefusedRequestGroupSchema, g);
         const sample = json.sample as Record<string, unknown> | null;

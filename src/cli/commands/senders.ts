@@ -1,6 +1,6 @@
 import { Command } from "commander";
-import { SenderSchema, SenderService } from "../../../gen/messaging/console/v1/senders_pb.js";
-import type { CliContext } from "../context.js";
+import { SenderSchema, ListSendersResponseSchema, SenderService } from "../../../gen/messaging/console/v1/senders_pb.js";
+import { wholeNumber, type CliContext } from "../context.js";
 
 /** `msgsvc senders …`: create, list, archive. */
 export function senderCommands(ctx: CliContext): Command {
@@ -31,9 +31,8 @@ export function senderCommands(ctx: CliContext): Command {
     .option("--page-token <token>", "token of the page to show", "")
     .option("--json", "print JSON")
     .action(async (o: { workspace: string; pageSize: string; pageToken: string; json?: boolean }) => {
-      const res = await ctx.client(SenderService).listSenders({ workspaceId: o.workspace, pageSize: Number(o.pageSize), pageToken: o.pageToken });
-      ctx.print(SenderSchema, res.data, columns, !!o.json);
-      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+      const res = await ctx.client(SenderService).listSenders({ workspaceId: o.workspace, pageSize: wholeNumber("--page-size", o.pageSize), pageToken: o.pageToken });
+      ctx.printList(ListSendersResponseSchema, res, columns, !!o.json);
     });
   senders
     .command("archive <id>")

@@ -1,7 +1,7 @@
 import { Command } from "commander";
-import { TemplateSchema, TemplateService, type Template } from "../../../gen/messaging/console/v1/templates_pb.js";
+import { ListTemplatesResponseSchema, TemplateSchema, TemplateService, type Template } from "../../../gen/messaging/console/v1/templates_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
-import { formatTable, splitList, UsageError, type CliContext } from "../context.js";
+import { formatTable, splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
 
 /** Parses "name=Ada,code=123456" into a map, or throws UsageError. */
 function parseExamples(value: string): Record<string, string> {
@@ -58,9 +58,10 @@ export function templateCommands(ctx: CliContext): Command {
     .option("--page-token <token>", "token of the page to show", "")
     .option("--json", "print JSON")
     .action(async (o: { workspace: string; pageSize: string; pageToken: string; json?: boolean }) => {
-      const res = await ctx.client(TemplateService).listTemplates({ workspaceId: o.workspace, pageSize: Number(o.pageSize), pageToken: o.pageToken });
-      print(res.data, !!o.json);
-      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+      const res = await ctx.client(TemplateService).listTemplates({ workspaceId: o.workspace, pageSize: wholeNumber("--page-size", o.pageSize), pageToken: o.pageToken });
+      if (o.json) return ctx.printList(ListTemplatesResponseSchema, res, columns, true);
+      print(res.data, false);
+      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, false);
     });
   templates
     .command("archive <id>")

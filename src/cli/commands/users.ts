@@ -3,8 +3,9 @@ import {
   ConsoleRole,
   ConsoleUserSchema,
   ConsoleUserService,
+  ListConsoleUsersResponseSchema,
 } from "../../../gen/messaging/console/v1/console_users_pb.js";
-import { splitList, UsageError, type CliContext } from "../context.js";
+import { splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
 
 const columns = ["id", "email", "operator", "roles", "created_at"];
 
@@ -40,10 +41,12 @@ export function userCommands(ctx: CliContext): Command {
   users
     .command("list")
     .description("list console users")
+    .option("--page-size <n>", "items per page (at most 100)", "100")
+    .option("--page-token <token>", "token of the page to show", "")
     .option("--json", "print JSON")
-    .action(async (o: { json?: boolean }) => {
-      const res = await ctx.client(ConsoleUserService).listConsoleUsers({ pageSize: 100 });
-      print(res.data, !!o.json);
+    .action(async (o: { pageSize: string; pageToken: string; json?: boolean }) => {
+      const res = await ctx.client(ConsoleUserService).listConsoleUsers({ pageSize: wholeNumber("--page-size", o.pageSize), pageToken: o.pageToken });
+      ctx.printList(ListConsoleUsersResponseSchema, res, columns, !!o.json);
     });
   users
     .command("grant <userId>")

@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { Command } from "commander";
+import { Command, Option } from "commander";
 import { WebhookEndpointService } from "../../../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { EVENT_TYPES } from "../../events/event-bus.js";
 import { verifyWebhookSignature, WebhookSignatureError } from "../../webhooks/signature.js";
@@ -24,7 +24,7 @@ export function webhookListenCommand(ctx: CliContext): Command {
   return new Command("listen")
     .description("receive a workspace's webhooks on this machine: a local receiver, its endpoint, signatures verified")
     .requiredOption("--workspace <id>", "workspace whose events to receive")
-    .option("--events <list>", "comma-separated event types (default: all)", EVENT_TYPES.join(","))
+    .addOption(new Option("--events <list>", "comma-separated event types").default(EVENT_TYPES.join(","), "all"))
     .option("--port <n>", "local port (0: a free one)", "0")
     .option("--status <code>", "HTTP status to answer (200; 500 shows the retries)", "200")
     .option("--keep", "keep the endpoint when stopping")

@@ -1,7 +1,7 @@
 import { Command } from "commander";
-import { WebhookEndpointSchema, WebhookEndpointService } from "../../../gen/messaging/console/v1/webhook_endpoints_pb.js";
+import { WebhookEndpointSchema, ListWebhookEndpointsResponseSchema, WebhookEndpointService } from "../../../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
-import { splitList, type CliContext } from "../context.js";
+import { splitList, wholeNumber, type CliContext } from "../context.js";
 import { webhookListenCommand } from "./webhook-listen.js";
 
 /** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete, listen. */
@@ -41,9 +41,8 @@ export function webhookCommands(ctx: CliContext): Command {
     .option("--page-token <token>", "token of the page to show", "")
     .option("--json", "print JSON")
     .action(async (o: { workspace: string; pageSize: string; pageToken: string; json?: boolean }) => {
-      const res = await client().listWebhookEndpoints({ workspaceId: o.workspace, pageSize: Number(o.pageSize), pageToken: o.pageToken });
-      ctx.print(WebhookEndpointSchema, res.data, columns, !!o.json);
-      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+      const res = await client().listWebhookEndpoints({ workspaceId: o.workspace, pageSize: wholeNumber("--page-size", o.pageSize), pageToken: o.pageToken });
+      ctx.printList(ListWebhookEndpointsResponseSchema, res, columns, !!o.json);
     });
   webhooks
     .command("update <id>")

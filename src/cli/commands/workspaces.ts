@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { WorkspaceService, WorkspaceSchema } from "../../../gen/messaging/console/v1/workspaces_pb.js";
+import { WorkspaceService, WorkspaceSchema, ListWorkspacesResponseSchema } from "../../../gen/messaging/console/v1/workspaces_pb.js";
 import { GetMessageStatsResponseSchema, MessageStatsService } from "../../../gen/messaging/console/v1/message_stats_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
 import { formatTable, since, wholeNumber, type CliContext } from "../context.js";
@@ -34,9 +34,8 @@ export function workspaceCommands(ctx: CliContext): Command {
     .option("--page-token <token>", "token of the page to show", "")
     .option("--json", "print JSON")
     .action(async (o: { pageSize: string; pageToken: string; json?: boolean }) => {
-      const res = await ctx.client(WorkspaceService).listWorkspaces({ pageSize: Number(o.pageSize), pageToken: o.pageToken });
-      ctx.print(WorkspaceSchema, res.data, columns, !!o.json);
-      if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, !!o.json);
+      const res = await ctx.client(WorkspaceService).listWorkspaces({ pageSize: wholeNumber("--page-size", o.pageSize), pageToken: o.pageToken });
+      ctx.printList(ListWorkspacesResponseSchema, res, columns, !!o.json);
     });
   for (const [name, verb] of [["suspend", "suspendWorkspace"], ["resume", "resumeWorkspace"]] as const) {
     workspaces
