@@ -473,3 +473,72 @@ describe("msgsvc webhooks listen", () => {
     expect((await consoleRest("GET", `/console/v1/webhook_endpoints/${id}`)).status).toBe(404);
   }, 60_000);
 });
+
+describe("msgsvc webhooks listen --forward-to", () => {
+  it("prints the signing secret, forwards each verified delivery with its headers and raw body, relays the app's answer, and keeps the endpoint with --keep", async () => {
+    const ws = await t.createWorkspace();
+    const app = await startReceiver(answerStatus(500)); // the developer's app, failing at first
+    const child = spawnMsgsvc(t, ["webhooks", "listen", "--workspace", ws, "--events", "message.delivered", "--forward-to", `http://127.0.0.1:${app.port}/hooks`, "--keep"]);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    let id = "";
+    try {
+      const [, secret] = await eventually(async () => /^Signing secret: (whsec_\S+)$/m.exec(stdout) ?? undefined);
+      id = /endpoint (whk_[0-9a-f-]{36})/.exec(stdout)?.[1] as string;
+      const appUrl = `http://127.0.0.1:${app.port}/hooks`;
+      expect(stdout).toContain(`Forwarding verified deliveries to ${appUrl}`);
+
+      const event = await publish(ws);
+      // The app's 500 is the service's answer: the delivery is retried, and each attempt is forwarded.
+      const failed = await eventually(async () => stdout.split("\n").find((l) => l.includes(event._id)));
+      expect(failed).toMatch(new RegExp(`^\\S+Z  message\\.delivered  ${event._id}  signature ok  → ${appUrl} 500 in \\d+ ms$`));
+      app.behave(answerOk);
+      await deliveriesOf(id, (d) => d[0]?.status === "succeeded");
+      const ok = await eventually(async () => stdout.split("\n").find((l) => l.includes(event._id) && l.includes(" 200 in ")));
+      expect(ok).toBeDefined();
+
+      const received = app.requests.at(-1)!;
+      expect(received).toMatchObject({ method: "POST", path: "/hooks" });
+      expect(received.body).toBe(event.body); // raw bytes as the service sent them
+      expect(received.headers["service-delivery"]).toBe(event._id);
+      expect(received.headers["service-event"]).toBe("message.delivered");
+      expect(() => verifyWebhookSignature(Buffer.from(received.body), received.headers["service-signature"] as string, secret as string)).not.toThrow();
+    } finally {
+      child.kill("SIGINT");
+      await app.close();
+    }
+    expect(await exited).toBe(0);
+    expect(stderr).toBe("");
+    expect(stdout).not.toContain("deleted");
+    expect((await consoleRest("GET", `/console/v1/webhook_endpoints/${id}`)).status).toBe(200);
+  }, 60_000);
+
+  it("answers 502 and says why when the app cannot be reached", async () => {
+    const ws = await t.createWorkspace();
+    const closed = await startReceiver();
+    const url = `http://127.0.0.1:${closed.port}/gone`;
+    await closed.close();
+    const child = spawnMsgsvc(t, ["webhooks", "listen", "--workspace", ws, "--events", "message.delivered", "--forward-to", url]);
+    let stdout = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      await eventually(async () => (stdout.includes("Signing secret:") ? true : undefined));
+      const event = await publish(ws);
+      const line = await eventually(async () => stdout.split("\n").find((l) => l.includes(event._id)));
+      expect(line).toMatch(/→ \S+ 502 \(ECONNREFUSED\) in \d+ ms$/);
+    } finally {
+      child.kill("SIGINT");
+    }
+    expect(await exited).toBe(0);
+  }, 60_000);
+
+  it("refuses a --forward-to that is not an http URL", async () => {
+    const res = await msgsvc(["webhooks", "listen", "--workspace", "x", "--forward-to", "localhost:3000"]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain("--forward-to: must be");
+  });
+});
