@@ -10,6 +10,7 @@ import type { Clock } from "./shared/clock.js";
 import type { Logger } from "./shared/logger.js";
 import type { ConsoleUserStore } from "./console/users/user-store.js";
 import type { RateLimiter } from "./ratelimit/rate-limiter.js";
+import type { Metrics } from "./metrics/metrics.js";
 import type { RequestLog } from "./requestlog/request-log.js";
 import type { WorkspaceStore } from "./workspaces/workspace-store.js";
 
@@ -31,6 +32,8 @@ export interface Platform {
   readonly rateLimiter: RateLimiter;
   readonly requestLog: RequestLog;
   readonly consoleUsers: ConsoleUserStore;
+  /** Prometheus metrics of this process (GET /metrics on the console port). */
+  readonly metrics: Metrics;
 }
 
 /**

@@ -31,6 +31,7 @@ import { createRateLimiter } from "./ratelimit/rate-limiter.js";
 import { createRequestLog, type RequestLog } from "./requestlog/request-log.js";
 import { systemClock, type Clock } from "./shared/clock.js";
 import { createLogger, type Logger } from "./shared/logger.js";
+import { createMetrics, metricsRoute, observeDatabaseCommands } from "./metrics/metrics.js";
 import { createWorkspaceStore, type WorkspaceStore } from "./workspaces/workspace-store.js";
 
 /** What startService needs besides the configuration. */
@@ -102,7 +103,10 @@ export async function startService(options: StartOptions): Promise<RunningServic
     serverSelectionTimeoutMS: 10_000,
     writeConcern: { w: "majority" },
     readPreference: "primary",
+    monitorCommands: true, // database command latency in /metrics
   });
+  const metrics = createMetrics(logger);
+  observeDatabaseCommands(client, metrics);
   await client.connect().catch((err: Error) => {
     const where = config.mongodbUri.replace(/\/\/[^@/]*@/, "//***@");
     throw new Error(`the database at ${where} cannot be reached (MONGODB_URI): ${err.message}`);
@@ -158,6 +162,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
     rateLimiter,
     requestLog,
     consoleUsers,
+    metrics,
   };
   const capabilities = createCapabilities(platform, auditLog);
   for (const capability of capabilities) {
@@ -185,27 +190,48 @@ export async function startService(options: StartOptions): Promise<RunningServic
       interceptors: [outcomeInterceptor(logger), refusalInterceptor, scopeInterceptor],
       admit: admission.admit,
       healthy: probe,
-      onFinished: (state, outcome) =>
+      onFinished: (state, outcome) => {
+        const durationMs = Number(process.hrtime.bigint() - state.startedAt) / 1e6;
+        const operation = state.operation ?? null;
         requestLog.record({
           _id: state.requestId,
           at: state.receivedAt,
           workspace_id: state.workspaceId ?? null,
           api_key_id: state.apiKeyId ?? null,
-          operation: state.operation ?? null,
+          operation,
           protocol: state.protocol,
           http_method: state.httpMethod,
           path: state.path,
           http_status: outcome.httpStatus,
           error_code: outcome.errorCode ?? null,
           client_address: state.clientAddress,
-          duration_ms: Number(process.hrtime.bigint() - state.startedAt) / 1e6,
-        }),
+          duration_ms: durationMs,
+        });
+        metrics.requests.inc({ operation: operation ?? "none", protocol: state.protocol, code: outcome.errorCode ?? "ok" });
+        metrics.requestDuration.observe({ operation: operation ?? "none", protocol: state.protocol }, durationMs / 1000);
+        // The access log: one line per public request, never a secret (the key by its id only, no query string, no body).
+        logger.info(
+          {
+            requestId: state.requestId,
+            operation,
+            protocol: state.protocol,
+            method: state.httpMethod,
+            path: state.path,
+            keyId: state.apiKeyId ?? null,
+            status: outcome.httpStatus,
+            code: outcome.errorCode ?? null,
+            durationMs: Math.round(durationMs * 10) / 10,
+            clientAddress: state.clientAddress,
+          },
+          "request",
+        );
+      },
       trustForwardedFor: config.trustForwardedFor,
       logger,
     });
     consoleServer = createRpcServer({
       services: consoleServices,
-      httpRoutes: capabilities.flatMap((c) => c.consoleHttpRoutes ?? []),
+      httpRoutes: [...capabilities.flatMap((c) => c.consoleHttpRoutes ?? []), metricsRoute(metrics)],
       interceptors: [outcomeInterceptor(logger), auditLog.interceptor, consoleRefusalInterceptor],
       admit: createConsoleAdmission(config.consoleToken, consoleUsers),
       onFinished: (state, outcome) =>

@@ -5,6 +5,7 @@ import { createRunTracker } from "../jobs/run-tracker.js";
 import { GroupCommit } from "../store/group-commit.js";
 import { NetworkSendError, type NetworkAdapter, type NetworkErrorInfo } from "../network/network.js";
 import type { Clock } from "../shared/clock.js";
+import type { Metrics } from "../metrics/metrics.js";
 import type { Logger } from "../shared/logger.js";
 import type { Inbound } from "./inbound.js";
 import type { DispatchState, MessageRecord } from "./message-store.js";
@@ -100,8 +101,9 @@ export function createDispatcher(deps: {
   clock: Clock;
   logger: Logger;
   options: DispatchOptions;
+  metrics: Pick<Metrics, "messagesDispatched" | "dispatchLag">;
 }): Dispatcher {
-  const { messages, network, inbound, clock, logger, options } = deps;
+  const { messages, network, inbound, clock, logger, options, metrics } = deps;
   const owner = `dsp_${randomUUID()}`;
   const runs = createRunTracker();
   const limit = pLimit(DISPATCH_CONCURRENCY);
@@ -168,6 +170,7 @@ export function createDispatcher(deps: {
       });
     } catch (err) {
       const refused = err instanceof NetworkSendError ? err : new NetworkSendError({ code: 0, title: String((err as Error)?.message ?? err) }, true);
+      metrics.messagesDispatched.inc({ outcome: refused.retryable ? "retry" : "refused" });
       if (!refused.retryable) {
         logger.info({ messageId: message._id, error: refused.info }, "network refused the message");
         return fail(message, refused.info);
@@ -194,7 +197,10 @@ export function createDispatcher(deps: {
       if (retried) schedule(retried, next);
       return;
     }
-    await inbound.dispatched(message, networkId, clock.now());
+    const answeredAt = clock.now();
+    metrics.messagesDispatched.inc({ outcome: "sent" });
+    metrics.dispatchLag.observe((answeredAt.getTime() - message.created_at.getTime()) / 1000);
+    await inbound.dispatched(message, networkId, answeredAt);
   }
 
   async function fail(message: MessageRecord, error: NetworkErrorInfo): Promise<void> {

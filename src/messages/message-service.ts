@@ -13,6 +13,7 @@ import { MAX_BODY_CHARS, MAX_VARIABLE_VALUE_CHARS, renderBody } from "../templat
 import type { TemplateRecord, TemplateStore } from "../templates/template-store.js";
 import { fingerprintOf, IDEMPOTENCY_KEY_RULE, isValidIdempotencyKey, type IdempotencyStore } from "./idempotency.js";
 import { messageToProto, statusFromProto } from "./message-proto.js";
+import type { Metrics } from "../metrics/metrics.js";
 import type { Dispatcher } from "./dispatch.js";
 import type { MessageRecord, MessageStore } from "./message-store.js";
 import { isPhoneNumber, PHONE_NUMBER_RULE } from "./phone-number.js";
@@ -37,6 +38,8 @@ export interface MessageServiceDeps {
   requirePhoneNumberId: boolean;
   /** Dispatch: the state a new message starts with (leased to this process), and the start of its dispatch. */
   dispatcher: Pick<Dispatcher, "initialState" | "dispatch">;
+  /** Counts accepted sends (msgsvc_messages_accepted_total). */
+  metrics: Pick<Metrics, "messagesAccepted">;
 }
 
 /** The rules of the send payload that need no database: every broken one is reported. */
@@ -195,6 +198,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         // Batched with other sends; not awaited: a crash before it is written is completed by the sweep.
         reservation.settle().catch((err: unknown) => deps.logger.warn({ err, messageId }, "ledger entry not written yet; the sweep completes it"));
         deps.dispatcher.dispatch(record);
+        deps.metrics.messagesAccepted.inc();
         return { message: messageToProto(record) };
       } catch (err) {
         await decision?.abandon();

@@ -58,6 +58,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
       retryMaxMs: config.dispatchRetryMaxMs,
       claimTimeoutMs: config.dispatchClaimTimeoutMs,
     },
+    metrics: platform.metrics,
   });
   const sweep = async () => {
     const rescheduled = await dispatcher.recover();
@@ -86,6 +87,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
           priceCredits: config.messagePriceCredits,
           requirePhoneNumberId: config.network === "whatsapp",
           dispatcher,
+          metrics: platform.metrics,
         }),
       ),
     ],

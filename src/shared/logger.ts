@@ -19,8 +19,9 @@ export const redactedPaths = [
 
 /**
  * Creates the service's JSON logger (pino) at `level` ("fatal" … "trace", or
- * "silent"), writing to standard output.
+ * "silent"), writing to standard output unless given another `destination`.
  */
-export function createLogger(level: string, name = "messaging-service"): Logger {
-  return pino({ name, level, redact: { paths: redactedPaths, censor: "[redacted]" } });
+export function createLogger(level: string, name = "messaging-service", destination?: pino.DestinationStream): Logger {
+  const options = { name, level, redact: { paths: redactedPaths, censor: "[redacted]" } };
+  return destination ? pino(options, destination) : pino(options);
 }

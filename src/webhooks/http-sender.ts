@@ -1,5 +1,6 @@
 import { Agent, request } from "undici";
 import { Semaphore } from "async-mutex";
+import type { Metrics } from "../metrics/metrics.js";
 import type { Clock } from "../shared/clock.js";
 import { signWebhookPayload } from "./signature.js";
 import { blockedLiteral, guardedLookup, type TargetPolicy } from "./target-policy.js";
@@ -197,5 +198,17 @@ export function createWebhookSender(options: { timeoutMs: number; policy: Target
   return {
     send: (req) => slots.runExclusive(() => attempt(req), 1, req.urgent ? 1 : 0),
     close: () => agent.close(),
+  };
+}
+
+/** `sender` counting each attempt's outcome in `metrics.webhookAttempts` ("succeeded" or the error kind). */
+export function countedAttempts(sender: WebhookSender, metrics: Pick<Metrics, "webhookAttempts">): WebhookSender {
+  return {
+    async send(req) {
+      const outcome = await sender.send(req);
+      metrics.webhookAttempts.inc({ outcome: outcome.succeeded ? "succeeded" : (outcome.errorKind ?? "failed") });
+      return outcome;
+    },
+    close: () => sender.close(),
   };
 }

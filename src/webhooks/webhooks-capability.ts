@@ -9,7 +9,7 @@ import { Dispatcher } from "./dispatcher.js";
 import { SWEEP_JOB } from "./webhook-sweep.js";
 import { createEndpointService } from "./endpoint-service.js";
 import { createEndpointStore } from "./endpoint-store.js";
-import { createWebhookSender } from "./http-sender.js";
+import { countedAttempts, createWebhookSender } from "./http-sender.js";
 import { createWebhookService } from "./webhook-service.js";
 
 /**
@@ -29,12 +29,16 @@ export function createWebhooksCapability(platform: Platform): Capability {
   const policy = { allowPrivateTargets: config.webhookAllowPrivateTargets, allowHttpLoopback: config.webhookAllowHttpLoopback };
   const endpoints = createEndpointStore(db, clock, secretKey);
   const store = createDeliveryStore(db);
+  const sender = countedAttempts(createWebhookSender({ timeoutMs: config.webhookAttemptTimeoutMs, policy, clock }), platform.metrics);
+  platform.metrics.gauge("msgsvc_webhook_endpoints_disabled", "Webhook endpoints disabled (by hand or after 20 failures in a row).", () =>
+    endpoints.collection.countDocuments({ enabled: false }),
+  );
   const dispatcher = new Dispatcher({
     db,
     events,
     endpoints,
     store,
-    sender: createWebhookSender({ timeoutMs: config.webhookAttemptTimeoutMs, policy, clock }),
+    sender,
     scheduler,
     clock,
     logger,

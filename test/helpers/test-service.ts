@@ -9,7 +9,7 @@ import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.j
 import { loadConfig, type Config } from "../../src/config.js";
 import { startService, type RunningService } from "../../src/server.js";
 import type { Clock } from "../../src/shared/clock.js";
-import { createLogger } from "../../src/shared/logger.js";
+import { createLogger, type Logger } from "../../src/shared/logger.js";
 import { TEST_WEBHOOK_SECRET_KEY } from "./processes.js";
 
 /** The console token every test service uses. */
@@ -59,7 +59,7 @@ export interface TestService {
  * Starts the real service (composition root, both ports on free ports, the
  * suite's own database on the run's database server), like production.
  */
-export async function createTestService(options: { config?: Partial<Config>; clock?: Clock } = {}): Promise<TestService> {
+export async function createTestService(options: { config?: Partial<Config>; clock?: Clock; logger?: Logger } = {}): Promise<TestService> {
   const mongodbUri = inject("mongoUri");
   const databaseName = `test_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
   const config = {
@@ -76,7 +76,7 @@ export async function createTestService(options: { config?: Partial<Config>; clo
     ...options.config,
     mongodbUri,
   };
-  const service = await startService({ config, logger: createLogger(config.logLevel), clock: options.clock });
+  const service = await startService({ config, logger: options.logger ?? createLogger(config.logLevel), clock: options.clock });
   const publicUrl = `http://127.0.0.1:${service.publicPort}`;
   const consoleUrl = `http://127.0.0.1:${service.consolePort}`;
   const auth: Interceptor = (next) => (req) => {
