@@ -1,10 +1,11 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SimulatorService } from "../gen/messaging/console/v1/simulator_pb.js";
 import { FlowResponseService } from "../gen/messaging/v1/flow_responses_pb.js";
+import { projectRoot } from "../src/shared/project-root.js";
 import { verifyWebhookSignature } from "../src/webhooks/signature.js";
 import { grpcJsServerStream, rest } from "./helpers/clients.js";
 import { startReceiver, type Receiver } from "./helpers/receivers.js";
@@ -256,5 +257,24 @@ describe("files that cannot be stored", () => {
     expect(refused.json.error.code).toBe("not_found");
     expect(refused.json.error.message).toContain("file_too_large");
     expect(await t.service.db.collection("flow_files.files").countDocuments({ "metadata.flow_response_id": id })).toBe(1);
+  });
+});
+
+describe("the README's simulate flow example", () => {
+  it("runs as written with the sample files shipped in test/fixtures", async () => {
+    const readme = await readFile(path.join(projectRoot, "README.md"), "utf8");
+    const example = "--file id_photo=./test/fixtures/photo.jpg --file contract=./test/fixtures/contract.pdf";
+    expect(readme).toContain(example);
+    const messageId = await sendForm("4915112340077", "readme-example");
+    // The CLI runs from the project root, as the README's commands do.
+    const cli = await msgsvc(t, ["simulate", "flow", "--message", messageId, "--response", '{"name":"Ada"}', ...example.split(" "), "--json"]);
+    expect(cli.stderr).toBe("");
+    expect(cli.code).toBe(0);
+    const event = await completed(JSON.parse(cli.stdout).flow_response_id);
+    const photo = await readFile(path.join(projectRoot, "test", "fixtures", "photo.jpg"));
+    expect(JSON.parse(event.body).data.files).toEqual([
+      expect.objectContaining({ field: "id_photo", file_name: "photo.jpg", mime_type: "image/jpeg", size_bytes: photo.length, error: null }),
+      expect.objectContaining({ field: "contract", file_name: "contract.pdf", mime_type: "application/pdf", error: null }),
+    ]);
   });
 });

@@ -6,7 +6,7 @@ import { OPENAPI_DOCUMENT } from "../src/openapi/openapi-capability.js";
 import { rest } from "./helpers/clients.js";
 import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
 import { createOpenApiChecker, type DocumentedAnswer, type OpenApiChecker } from "./helpers/openapi.js";
-import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
+import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 let t: TestService;
 let document: any;
@@ -50,6 +50,21 @@ describe("GET /openapi.json", () => {
     expect(document.paths["/v1/templates"].get.security).toEqual([{ apiKey: ["templates:read"] }]);
     expect(document.paths["/v1/me"].get.security).toEqual([{ apiKey: [] }]);
     expect(document.components.securitySchemes.apiKey).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(document.security).toEqual([{ apiKey: [] }]);
+  });
+
+  it("names where it is served and every error status each operation answers, with the error body", () => {
+    expect(document.servers).toEqual([expect.objectContaining({ url: "{scheme}://{host}", variables: expect.objectContaining({ host: expect.objectContaining({ default: "localhost:8080" }) }) })]);
+    for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(item)) {
+        const statuses = Object.keys(op.responses);
+        for (const status of ["400", "401", "403", "429", "500"]) expect(statuses, `${method} ${path}`).toContain(status);
+        if (path.includes("{")) expect(statuses, `${method} ${path}`).toContain("404");
+      }
+    }
+    for (const status of [400, 401, 402, 403, 404, 409, 429, 500]) {
+      expect(document.components.responses[`Error${status}`].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Error" });
+    }
   });
 
   it("writes the REST JSON conventions into the schemas", () => {
@@ -70,6 +85,8 @@ describe("GET /openapi.json", () => {
     expect(send.parameters).toEqual([expect.objectContaining({ name: "Idempotency-Key", in: "header", required: false })]);
     expect(send.responses[200].headers["Idempotent-Replayed"]).toEqual({ $ref: "#/components/headers/Idempotent-Replayed" });
     expect(send.responses[409]).toEqual({ $ref: "#/components/responses/Error409" });
+    expect(send.responses[402]).toEqual({ $ref: "#/components/responses/Error402" });
+    expect(document.components.responses.Error402.description).toContain("insufficient_credits");
     expect(Object.keys(document.webhooks)).toEqual([...EVENT_TYPES]);
     const delivered = document.webhooks["message.delivered"].post;
     expect(delivered.parameters).toEqual([
@@ -126,6 +143,30 @@ describe("real answers match the document", () => {
       return found.length === 2 ? found : undefined;
     });
     for (const event of events) expect(checker.expectDocumentedEvent(event.type, JSON.parse(event.body))).toBe("MessageEvent");
+  });
+
+  it("402 insufficient_credits and 409 conflict of POST /v1/messages", async () => {
+    const workspace = await t.createWorkspace("Broke", 0);
+    const sender = await createSender(t, workspace);
+    const template = await createTemplate(t, workspace);
+    const sendKey = await t.createKey(workspace, { scopes: ["messages:send"] });
+    const body = { to: "4915123450001", sender, template: { id: template, variables: { name: "Ada", code: "1" } } };
+    const broke = await rest(t.publicUrl, "POST", "/v1/messages", { key: sendKey.secret, body });
+    expect(broke.status).toBe(402);
+    expect(broke.json.error.code).toBe("insufficient_credits");
+    expectDocumented(broke, "/v1/messages", "post", "Error");
+    await rest(t.consoleUrl, "POST", `/console/v1/workspaces/${workspace}/credits:add`, { key: TEST_CONSOLE_TOKEN, body: { amount: 1 } });
+    const headers = { "Idempotency-Key": "openapi-409" };
+    expect((await rest(t.publicUrl, "POST", "/v1/messages", { key: sendKey.secret, body, headers })).status).toBe(200);
+    const conflict = await rest(t.publicUrl, "POST", "/v1/messages", { key: sendKey.secret, body: { ...body, to: "4915123450002" }, headers });
+    expect(conflict.status).toBe(409);
+    expectDocumented(conflict, "/v1/messages", "post", "Error");
+  });
+
+  it("404 not_found", async () => {
+    const res = await rest(t.publicUrl, "GET", "/v1/messages/msg_00000000-0000-4000-8000-000000000000", { key: (await t.createKey(await t.createWorkspace("404"), { scopes: ["messages:read"] })).secret });
+    expect(res.status).toBe(404);
+    expectDocumented(res, "/v1/messages/{id}", "get", "Error");
   });
 
   it("429 with Retry-After", async () => {

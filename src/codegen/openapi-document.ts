@@ -52,7 +52,7 @@ interface OperationHeaders {
   request: JsonObject[];
   /** Headers of the 200 answer, by name (references to components.headers). */
   response: JsonObject;
-  /** Error statuses the headers add. */
+  /** Error statuses the operation answers beyond the common ones (402 insufficient_credits, 409 conflict, …). */
   errorStatuses: number[];
 }
 
@@ -69,7 +69,7 @@ const OPERATION_HEADERS: Readonly<Record<string, OperationHeaders>> = {
       },
     ],
     response: { "Idempotent-Replayed": { $ref: "#/components/headers/Idempotent-Replayed" } },
-    errorStatuses: [409],
+    errorStatuses: [402, 409],
   },
 };
 
@@ -95,6 +95,21 @@ const HTTP_BODY = "google.api.HttpBody";
 
 /** Codes answered only by the console API, left out of the public document. */
 const CONSOLE_ONLY_CODES: ReadonlySet<ErrorCode> = new Set(["unauthenticated", "permission_denied"]);
+
+/**
+ * Where the API is served: `npm start` listens on port 8080 of this machine; a deployment
+ * puts its own base URL here (generated clients take the base URL as a parameter).
+ */
+const SERVERS: JsonObject[] = [
+  {
+    url: "{scheme}://{host}",
+    description: "The service: its public port (gRPC, Connect and REST on one port).",
+    variables: {
+      scheme: { default: "http", enum: ["http", "https"] },
+      host: { default: "localhost:8080", description: "Host and port of the public port (PORT, 8080 by default)." },
+    },
+  },
+];
 
 /** Error statuses every operation may answer (others fall under `default`). */
 const COMMON_ERROR_STATUSES = [400, 401, 403, 429, 500, 503];
@@ -375,6 +390,7 @@ export function buildOpenApiDocument(services: readonly DescService[], options: 
   return {
     openapi: "3.1.0",
     info: { title: options.title, version: options.version, description: options.description },
+    servers: SERVERS,
     security: [{ apiKey: [] }],
     tags: hooks ? [...tags, { name: "Webhooks", description: "Signed deliveries of events to the customer's endpoint." }] : tags,
     paths,
