@@ -16,6 +16,8 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
   let page: Page;
   let workspaceId: string;
   let receiver: Receiver;
+  /** Errors the page logged or threw (none expected). */
+  const consoleErrors: string[] = [];
 
   beforeAll(async () => {
     t = await createTestService({ config: {
@@ -34,6 +36,10 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     const context = await browser.newContext();
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: t.consoleUrl });
     page = await context.newPage();
+    page.on("console", (message) => {
+      if (message.type() === "error") consoleErrors.push(message.text());
+    });
+    page.on("pageerror", (err) => consoleErrors.push(err.message));
   });
   afterAll(async () => {
     await browser?.close();
@@ -74,12 +80,32 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     const row = page.locator("tr[data-error-code='insufficient_scope']");
     await expect.poll(() => row.locator("[data-test=count]").textContent()).toBe("2");
     expect(await row.textContent()).toContain("GET /v1/senders");
-    const bars = await page.locator("svg.chart rect").evaluateAll((rects) => rects.map((r) => Number(r.getAttribute("data-count"))));
-    expect(bars).toHaveLength(24);
-    expect(bars.reduce((a, b) => a + b, 0)).toBe(2);
+    // The chart (uPlot): 24 buckets holding the 2 refusals, drawn with a time axis and a count axis.
+    const chart = page.locator("[data-test=chart]");
+    expect(await chart.getAttribute("data-buckets")).toBe("24");
+    expect(await chart.getAttribute("data-total")).toBe("2");
+    await expect.poll(() => chart.locator(".uplot canvas").count()).toBe(1);
+    expect(await chart.getAttribute("data-axes")).toBe("time,refused");
+    // The ranges work: 1 h still holds both refusals; 7 d as well, over wider buckets.
+    for (const range of ["1h", "7d"]) {
+      await page.click(`a[data-range='${range}']`);
+      await expect.poll(() => page.getAttribute(`a[data-range='${range}']`, "aria-current")).toBe("true");
+      expect(await page.locator("nav a.active").textContent()).toBe("Refused requests");
+      await expect.poll(() => page.getAttribute("[data-test=chart]", "data-total")).toBe("2");
+      expect(await page.textContent("tr[data-error-code='insufficient_scope'] [data-test=count]")).toBe("2");
+    }
 
     // Revoke it from the page; the public API refuses it from then on.
+    // Revoking asks first: dismissed, nothing changes; accepted, the key is revoked.
     await page.click("nav a[href='#keys']");
+    page.once("dialog", (dialog) => void dialog.dismiss());
+    await page.click("tr[data-key-id] button.danger");
+    expect(await page.textContent("tr[data-key-id] .badge")).toBe("active");
+    expect((await rest(t.publicUrl, "GET", "/v1/me", { key: secret })).status).toBe(200);
+    page.once("dialog", (dialog) => {
+      expect(dialog.message()).toContain('Revoke the key "browser key"?');
+      void dialog.accept();
+    });
     await page.click("tr[data-key-id] button.danger");
     await expect.poll(() => page.textContent("tr[data-key-id] .badge")).toBe("revoked");
     expect((await rest(t.publicUrl, "GET", "/v1/me", { key: secret })).json.error.code).toBe("key_revoked");
@@ -104,6 +130,25 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     expect(await page.textContent("tr[data-status=read] [data-test=count]")).toBe("1");
     expect(await page.textContent("tr[data-status=failed] [data-test=count]")).toBe("0");
     expect(await page.locator("section", { hasText: "Credit ledger" }).textContent()).toContain(sent.json.message_id);
+
+    // The message log: filtered by status, then the message with its timeline, credits and events.
+    await page.click("nav a[href='#messages']");
+    await expect.poll(() => page.locator(`tr[data-message-id='${sent.json.message_id}']`).count()).toBe(1);
+    await page.selectOption("#message-status", "failed");
+    await page.click(".filters button[type=submit]");
+    await expect.poll(() => page.textContent("[data-test=message-total]")).toBe("0 messages");
+    await page.selectOption("#message-status", "read");
+    await page.fill("#message-to", "4915123450001");
+    await page.selectOption("#message-since", "1h");
+    await page.click(".filters button[type=submit]");
+    await expect.poll(() => page.textContent("[data-test=message-total]")).toBe("1 message");
+    await page.click(`tr[data-message-id='${sent.json.message_id}'] a`);
+    await expect.poll(() => page.locator("[data-test=timeline-status]").allTextContents()).toEqual(["accepted", "sent", "delivered", "read"]);
+    expect(await page.textContent("tr[data-credit-kind=spend]")).toContain("-1");
+    await expect.poll(() => page.locator("tr[data-event-id]").count()).toBe(3);
+    await page.locator("tr[data-event-id]", { hasText: "message.read" }).locator("button").click();
+    const payload = JSON.parse((await page.locator("[data-test=event-payload]:visible").textContent()) ?? "{}");
+    expect(payload).toMatchObject({ message_id: sent.json.message_id, status: "read", to: "4915123450001" });
   });
 
   it("adds an endpoint, shows its failed delivery with every attempt, retries it by hand, and disables and enables it", async () => {
@@ -139,28 +184,91 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     const deliveryRow = page.locator(`tr[data-delivery-id='${delivery.id}']`);
     expect(await deliveryRow.locator("[data-test=status]").textContent()).toBe("failed");
     expect(await deliveryRow.locator("[data-test=attempt-count]").textContent()).toBe("8");
-    await deliveryRow.locator("button.link").click();
+    await deliveryRow.locator("button.link", { hasText: "Attempts" }).click();
     await expect.poll(() => page.locator("[data-test=attempts] tr[data-attempt-id]").count()).toBe(8);
-    expect(await page.locator("[data-test=attempts]").textContent()).toContain("status 500 from the test receiver");
+    expect(await page.locator("[data-test=attempts] [data-test=answer]").first().textContent()).toContain("status 500 from the test receiver");
+    await deliveryRow.locator("[data-test=show-payload]").click();
+    const payload = JSON.parse((await page.textContent("[data-test=payload]")) ?? "{}");
+    expect(payload).toMatchObject({ id: delivery.event_id, type: "message.delivered", data: { message_id: sent.json.message_id } });
 
     // The cause fixed, a person retries it from the page: one manual attempt that succeeds.
     receiver.behave(answerOk);
     await deliveryRow.locator("button", { hasText: "Retry" }).click();
     await expect.poll(() => page.locator(`tr[data-delivery-id='${delivery.id}'] [data-test=status]`).textContent()).toBe("succeeded");
-    await page.locator(`tr[data-delivery-id='${delivery.id}'] button.link`).click();
+    await page.locator(`tr[data-delivery-id='${delivery.id}'] button.link`, { hasText: "Attempts" }).click();
     const manual = page.locator("[data-test=attempts] tr", { has: page.locator("[data-test=trigger]", { hasText: "manual" }) });
     await expect.poll(() => manual.count()).toBe(1);
     expect(await manual.textContent()).toContain("succeeded");
     expect(receiver.requests).toHaveLength(9);
     expect(receiver.requests[8]?.body).toBe(receiver.requests[0]?.body);
 
-    // Disable with the page, then enable again.
+    // Disable with the page (it asks first), then enable again.
+    page.once("dialog", (dialog) => void dialog.accept());
     await page.click(`tr[data-endpoint-id='${endpointId}'] button.danger`);
     await expect.poll(() => page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=enabled]`)).toBe("disabled");
     expect(await page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=disabled-reason]`)).toBe("Disabled in the console");
     await page.click(`tr[data-endpoint-id='${endpointId}'] button:has-text("Enable")`);
     await expect.poll(() => page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=enabled]`)).toBe("enabled");
   });
+
+  it("manages console users and shows the audit log", async () => {
+    await page.goto(`${t.consoleUrl}/#users`);
+    await expect.poll(() => page.locator("tr[data-user-id]", { hasText: ADMIN.email }).count()).toBe(1);
+    await page.fill("#user-email", "web-new@example.com");
+    await page.fill("#user-password", "a long enough password");
+    await page.selectOption("#user-role", "viewer");
+    await page.click("form button[type=submit]");
+    const row = page.locator("tr[data-user-id]", { hasText: "web-new@example.com" });
+    await expect.poll(() => row.textContent()).toContain("Browser workspace: viewer");
+    await row.locator("button", { hasText: "Make admin here" }).click();
+    await expect.poll(() => row.textContent()).toContain("Browser workspace: admin");
+    page.once("dialog", (dialog) => void dialog.accept());
+    await row.locator("button", { hasText: "Delete" }).click();
+    await expect.poll(() => row.count()).toBe(0);
+
+    await page.click("nav a[href='#audit']");
+    // The key the admin created in the first test, by the admin's email.
+    const entry = page.locator("tr[data-audit-id]", { hasText: "CreateApiKey" }).filter({ hasText: ADMIN.email });
+    await expect.poll(() => entry.count()).toBe(1);
+    await entry.locator("button", { hasText: "Request" }).click();
+    expect(JSON.parse((await page.locator("[data-test=audit-request]:visible").textContent()) ?? "{}")).toMatchObject({ name: "browser key" });
+  });
+
+  it("lays every page out at 1280 and 390 px wide without overflow, stray text or console errors", async () => {
+    const pages = ["overview", "messages", "keys", "webhooks", "refused", "refused?since=7d", "users", "audit"];
+    const messageId = await page.evaluate(async () => {
+      const token = sessionStorage.getItem("console-token");
+      const ws = sessionStorage.getItem("workspace") ?? "";
+      const res = await fetch(`/console/v1/workspaces/${ws}/messages?page_size=1`, { headers: { authorization: `Bearer ${token}` } });
+      return (await res.json()).data[0]?.message_id as string | undefined;
+    });
+    if (messageId) pages.push(`messages/${messageId}`);
+    const endpoint = await page.evaluate(() => document.querySelector("tr[data-endpoint-id]")?.getAttribute("data-endpoint-id"));
+    if (endpoint) pages.push(`webhooks/${endpoint}`);
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: 800 });
+      for (const name of pages) {
+        await page.goto(`${t.consoleUrl}/#${name}`);
+        await page.reload(); // a fresh load of each page, as a bookmark opens it
+        await expect.poll(() => page.locator("main p.muted", { hasText: "Loading…" }).count(), { message: name }).toBe(0);
+        await expect.poll(() => page.locator("nav a.active").count(), { message: name }).toBe(1);
+        const layout = await page.evaluate(() => {
+          const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+          const stray: string[] = [];
+          for (let n = walker.nextNode(); n; n = walker.nextNode()) if (/^(null|undefined|\[object Object\])$/.test(n.textContent?.trim() ?? "")) stray.push(`${n.textContent} in ${n.parentElement?.outerHTML.slice(0, 200)}`);
+          return { scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth, stray, alerts: [...document.querySelectorAll("[role=alert]")].map((a) => a.textContent) };
+        });
+        expect(layout.scrollWidth, `#${name} at ${width} px`).toBeLessThanOrEqual(layout.clientWidth);
+        expect(layout.stray, `#${name}`).toEqual([]);
+        expect(layout.alerts, `#${name}`).toEqual([]);
+      }
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+    expect(consoleErrors).toEqual([]);
+    const favicon = await fetch(`${t.consoleUrl}/favicon.ico`);
+    expect(favicon.status).toBe(200);
+    expect(favicon.headers.get("content-type")).toBe("image/svg+xml");
+  }, 60_000);
 
   it("shows a viewer the keys and endpoints without the controls that change them", async () => {
     const viewer = { email: "web-viewer@example.com", password: "web-viewer-password-1" };

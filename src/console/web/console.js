@@ -1,6 +1,7 @@
 // The web console: one page over the console REST API (/console/v1), signed in with a console
 // session (or the operator's console token). No framework: DOM built with el(), never innerHTML
-// from data.
+// from data; the chart is uPlot's, served from its npm package under /vendor/.
+import uPlot from "/vendor/uPlot.esm.js";
 
 const state = { token: sessionStorage.getItem("console-token"), me: null, workspaces: [], workspaceId: null };
 const app = document.getElementById("app");
@@ -22,6 +23,11 @@ function el(tag, attrs = {}, ...children) {
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
   return node;
+}
+
+/** Replaces `node`'s children, leaving out null, undefined and false (replaceChildren would print "null"). */
+function fill(node, ...children) {
+  node.replaceChildren(...children.flat().filter((child) => child !== undefined && child !== null && child !== false));
 }
 
 class ApiError extends Error {
@@ -46,6 +52,17 @@ async function api(method, path, body) {
 }
 
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
+/** A table of `headers` and `rows`, in a box that scrolls sideways on narrow screens (the page never does). */
+const table = (headers, rows, attrs = {}) =>
+  el("div", { class: "scroll" }, el("table", attrs, el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))), el("tbody", {}, rows)));
+/** Asks before a change that cannot be undone or cuts something off; resolves to the answer. */
+const confirmed = (question) => window.confirm(question);
+/** The query of the hash: "#messages?status=failed" → URLSearchParams("status=failed"). */
+const hashQuery = () => new URLSearchParams(location.hash.split("?")[1] ?? "");
+/** A JSON value, indented, in a <pre>. */
+const jsonBlock = (value, test) => el("pre", { class: "json", "data-test": test }, JSON.stringify(value, null, 2));
+const statusBadge = (status, test = "status") =>
+  el("span", { class: `badge ${["succeeded", "delivered", "read", "active", "ok"].includes(status) ? "ok" : ["failed", "revoked", "disabled", "refused", "canceled"].includes(status) ? "bad" : ""}`, "data-test": test }, status);
 const ws = () => `/console/v1/workspaces/${state.workspaceId}`;
 const errorLine = (err) => el("p", { class: "error", role: "alert" }, err.message);
 
@@ -83,7 +100,7 @@ function renderSignIn(message) {
     el("label", { for: "password" }, "Password"), password,
     el("label", { for: "token" }, "or console token"), token,
   );
-  app.replaceChildren(el("section", { class: "card" }, el("h2", {}, "Sign in"), message ? el("p", { class: "muted" }, message) : null, form));
+  fill(app, el("section", { class: "card" }, el("h2", {}, "Sign in"), message ? el("p", { class: "muted" }, message) : null, form));
 }
 
 async function start() {
@@ -98,25 +115,34 @@ async function start() {
     state.workspaces = await Promise.all(me.user.roles.map((r) => api("GET", `/console/v1/workspaces/${r.workspace_id}`)));
   }
   const select = document.getElementById("workspace");
-  select.replaceChildren(...state.workspaces.map((w) => el("option", { value: w.id }, w.name)));
+  fill(select, ...state.workspaces.map((w) => el("option", { value: w.id }, w.name)));
   select.hidden = state.workspaces.length === 0;
   state.workspaceId = state.workspaces.find((w) => w.id === sessionStorage.getItem("workspace"))?.id ?? state.workspaces[0]?.id ?? null;
   select.value = state.workspaceId ?? "";
   route();
 }
 
-const views = { overview: renderOverview, keys: renderKeys, webhooks: renderWebhooks, refused: renderRefused };
-const titles = { overview: "Overview", keys: "API keys", webhooks: "Webhooks", refused: "Refused requests" };
+const views = {
+  overview: renderOverview,
+  messages: renderMessages,
+  keys: renderKeys,
+  webhooks: renderWebhooks,
+  refused: renderRefused,
+  users: renderUsers,
+  audit: renderAudit,
+};
+const titles = { overview: "Overview", messages: "Messages", keys: "API keys", webhooks: "Webhooks", refused: "Refused requests", users: "Users", audit: "Audit log" };
 
 function route() {
   if (!state.token) return renderSignIn();
-  if (!state.workspaceId) return app.replaceChildren(el("p", { class: "muted" }, "No workspace yet."));
-  const name = (location.hash.slice(1) || "overview").split("/")[0];
+  if (!state.workspaceId) return fill(app, el("p", { class: "muted" }, "No workspace yet."));
+  // "#refused?since=7d" and "#messages/msg_…" both name their view before "?" or "/".
+  const name = (location.hash.slice(1) || "overview").split(/[/?]/)[0];
   const view = views[name] ?? renderOverview;
   const nav = el("nav", {}, Object.keys(views).map((key) => el("a", { href: `#${key}`, class: key === name ? "active" : undefined }, titles[key])));
   const body = el("div", {}, el("p", { class: "muted" }, "Loading…"));
-  app.replaceChildren(el("h2", {}, "Developers"), nav, body);
-  view(body).catch((err) => body.replaceChildren(errorLine(err)));
+  fill(app, el("h2", {}, "Developers"), nav, body);
+  view(body).catch((err) => fill(body, errorLine(err)));
 }
 
 async function renderOverview(body) {
@@ -127,7 +153,8 @@ async function renderOverview(body) {
   ]);
   const stat = (label, value, test) => el("div", { class: "stat" }, el("span", { class: "muted" }, label), el("b", { "data-test": test }, value));
   const statuses = ["accepted", "sent", "delivered", "read", "failed"];
-  body.replaceChildren(
+  fill(
+    body,
     el("section", { class: "card" },
       el("h2", {}, workspace.name),
       el("p", { class: "muted" }, `Workspace ${workspace.id} · ${workspace.status}`),
@@ -138,11 +165,12 @@ async function renderOverview(body) {
         stat("Messages, all time", stats.total, "messages-total"),
       )),
     el("section", { class: "card" }, el("h2", {}, "Messages by status"),
-      el("table", {}, el("tbody", {}, statuses.map((s) => el("tr", { "data-status": s }, el("td", {}, s), el("td", { "data-test": "count" }, stats.by_status[s] ?? 0)))))),
+      el("div", { class: "scroll" }, el("table", {}, el("tbody", {}, statuses.map((s) => el("tr", { "data-status": s }, el("td", {}, el("a", { href: `#messages?status=${s}` }, s)), el("td", { "data-test": "count" }, stats.by_status[s] ?? 0))))))),
     el("section", { class: "card" }, el("h2", {}, "Credit ledger"),
       ledger.data.length === 0 ? el("p", { class: "muted" }, "No credit changes yet.") :
-        el("table", {}, el("thead", {}, el("tr", {}, ["When", "Change", "Kind", "Message", "Note"].map((h) => el("th", {}, h)))),
-          el("tbody", {}, ledger.data.map((e) => el("tr", {}, el("td", {}, when(e.created_at)), el("td", {}, e.amount > 0 ? `+${e.amount}` : e.amount), el("td", {}, e.kind ?? ""), el("td", { class: "mono" }, e.message_id ?? ""), el("td", {}, e.note ?? "")))))),
+        table(["When", "Change", "Kind", "Message", "Note"], ledger.data.map((e) => el("tr", {},
+          el("td", {}, when(e.created_at)), el("td", {}, e.amount > 0 ? `+${e.amount}` : e.amount), el("td", {}, e.kind ?? ""),
+          el("td", { class: "mono" }, e.message_id ? el("a", { href: `#messages/${e.message_id}` }, e.message_id) : ""), el("td", {}, e.note ?? ""))))),
   );
 }
 
@@ -160,7 +188,11 @@ async function renderKeys(body) {
       el("td", {}, when(k.expires_at)),
       el("td", {}, when(k.last_used_at)),
       el("td", {}, el("span", { class: `badge ${k.status === "active" ? "ok" : "bad"}` }, k.status)),
-      el("td", {}, canEdit && k.status === "active" ? el("button", { class: "danger", onclick: async () => { await api("POST", `/console/v1/api_keys/${k.id}:revoke`, {}); route(); } }, "Revoke") : null),
+      el("td", {}, canEdit && k.status === "active" ? el("button", { class: "danger", onclick: async () => {
+        if (!confirmed(`Revoke the key "${k.name}"? Requests with it are refused from then on; this cannot be undone.`)) return;
+        await api("POST", `/console/v1/api_keys/${k.id}:revoke`, {});
+        route();
+      } }, "Revoke") : null),
     ),
   );
   const name = el("input", { type: "text", id: "key-name", required: true });
@@ -185,9 +217,10 @@ async function renderKeys(body) {
     el("label", { for: "key-allow" }, "IP allow-list"), allow,
     el("label", { for: "key-rate" }, "Requests per minute"), rate,
   );
-  body.replaceChildren(
+  fill(
+    body,
     el("section", { class: "card" }, el("h2", {}, "API keys"), keys.length === 0 ? el("p", { class: "muted" }, "No keys yet.") :
-      el("table", {}, el("thead", {}, el("tr", {}, ["Name", "Scopes", "Budget", "Allowed from", "Expires", "Last used", "Status", ""].map((h) => el("th", {}, h)))), el("tbody", {}, rows))),
+      table(["Name", "Scopes", "Budget", "Allowed from", "Expires", "Last used", "Status", ""], rows)),
     canEdit ? el("section", { class: "card" }, el("h2", {}, "Create a key"), form) : null,
   );
 }
@@ -207,7 +240,8 @@ function secretPanel(text, secret) {
 async function renderWebhooks(body) {
   const endpoints = (await api("GET", `${ws()}/webhook_endpoints?page_size=100`)).data;
   const canEdit = canChange();
-  const act = (path, payload) => async () => {
+  const act = (path, payload, question) => async () => {
+    if (question && !confirmed(question)) return;
     try {
       await api("POST", path, payload ?? {});
       await renderWebhooks(body);
@@ -230,15 +264,16 @@ async function renderWebhooks(body) {
       el("td", {},
         el("a", { href: `#webhooks/${e.id}` }, "Deliveries"), " ",
         canEdit ? (e.enabled
-          ? el("button", { class: "danger", onclick: act(`/console/v1/webhook_endpoints/${e.id}:disable`, { reason: "" }) }, "Disable")
+          ? el("button", { class: "danger", onclick: act(`/console/v1/webhook_endpoints/${e.id}:disable`, { reason: "" }, `Disable the endpoint "${e.name}"? Its deliveries wait until it is enabled again.`) }, "Disable")
           : el("button", { onclick: act(`/console/v1/webhook_endpoints/${e.id}:enable`) }, "Enable")) : null),
     ),
   );
   const endpointId = location.hash.slice(1).split("?")[0].split("/")[1];
   const selected = endpoints.find((e) => e.id === endpointId);
-  body.replaceChildren(
+  fill(
+    body,
     el("section", { class: "card" }, el("h2", {}, "Webhook endpoints"), endpoints.length === 0 ? el("p", { class: "muted" }, "No endpoints yet.") :
-      el("table", {}, el("thead", {}, el("tr", {}, ["Name", "Secret", "Events", "Status", "Last success", "Failures in a row", ""].map((h) => el("th", {}, h)))), el("tbody", {}, rows))),
+      table(["Name", "Secret", "Events", "Status", "Last success", "Failures in a row", ""], rows)),
     selected ? await deliveriesCard(selected, canEdit) : null,
     canEdit ? endpointForm(body) : null,
   );
@@ -275,7 +310,7 @@ function createForm(label, submit, ...fields) {
       class: "grid",
       onsubmit: async (event) => {
         event.preventDefault();
-        status.replaceChildren();
+        fill(status);
         try {
           await submit();
         } catch (err) {
@@ -303,16 +338,20 @@ async function deliveriesCard(endpoint, canEdit) {
   const deliveries = (await api("GET", `/console/v1/deliveries?endpoint_id=${encodeURIComponent(endpoint.id)}&page_size=50`)).data;
   const rows = deliveries.map((d) => {
     const detail = el("tr", { hidden: true }, el("td", { colspan: 6 }));
+    const payload = async () => {
+      const event = await api("GET", `${ws()}/events/${d.event_id}`);
+      detail.hidden = false;
+      fill(detail.firstChild, el("h3", {}, `Event ${event.type}`), jsonBlock({ id: event.id, type: event.type, created_at: event.created_at, data: event.data }, "payload"));
+    };
     const show = async () => {
       const attempts = (await api("GET", `/console/v1/deliveries/${d.id}/attempts?page_size=100`)).data;
       detail.hidden = false;
-      detail.firstChild.replaceChildren(attempts.length === 0 ? el("p", { class: "muted" }, "No attempts yet.") :
-        el("table", { "data-test": "attempts" }, el("thead", {}, el("tr", {}, ["#", "Trigger", "Started", "Duration", "HTTP", "Outcome", "Response"].map((h) => el("th", {}, h)))),
-          el("tbody", {}, attempts.map((a) => el("tr", { "data-attempt-id": a.id },
+      fill(detail.firstChild, attempts.length === 0 ? el("p", { class: "muted" }, "No attempts yet.") :
+        table(["#", "Trigger", "Started", "Duration", "HTTP", "Outcome", "Answer (excerpt)"], attempts.map((a) => el("tr", { "data-attempt-id": a.id },
             el("td", {}, a.number), el("td", { "data-test": "trigger" }, a.trigger), el("td", {}, when(a.started_at)),
             el("td", {}, a.duration_ms === null ? "—" : `${a.duration_ms} ms`), el("td", {}, a.http_status ?? "—"),
             el("td", {}, a.succeeded ? el("span", { class: "badge ok" }, "succeeded") : el("span", { class: "badge bad" }, a.error_kind ?? "failed"), a.error_message ? el("div", { class: "muted" }, a.error_message) : null),
-            el("td", { class: "mono" }, (a.response_body ?? "").slice(0, 200)))))));
+            el("td", { class: "mono excerpt", "data-test": "answer" }, (a.response_body ?? "").slice(0, 200)))), { "data-test": "attempts" }));
     };
     const retry = async (event) => {
       event.target.disabled = true;
@@ -321,7 +360,7 @@ async function deliveriesCard(endpoint, canEdit) {
         route();
       } catch (err) {
         detail.hidden = false;
-        detail.firstChild.replaceChildren(errorLine(err));
+        fill(detail.firstChild, errorLine(err));
       }
     };
     return [
@@ -331,25 +370,26 @@ async function deliveriesCard(endpoint, canEdit) {
         el("td", { "data-test": "attempt-count" }, d.attempt_count),
         el("td", {}, when(d.last_attempt_at), d.last_http_status ? ` · HTTP ${d.last_http_status}` : ""),
         el("td", {}, when(d.next_attempt_at)),
-        el("td", {}, el("button", { class: "link", onclick: show }, "Attempts"), " ", canEdit ? el("button", { onclick: retry }, "Retry") : null)),
+        el("td", {}, el("button", { class: "link", onclick: show }, "Attempts"), " ", el("button", { class: "link", "data-test": "show-payload", onclick: payload }, "Payload"), " ",
+          canEdit ? el("button", { onclick: retry }, "Retry") : null)),
       detail,
     ];
   });
   return el("section", { class: "card", "data-test": "deliveries" }, el("h2", {}, `Deliveries to ${endpoint.name}`),
     rows.length === 0 ? el("p", { class: "muted" }, "No deliveries yet.") :
-      el("table", {}, el("thead", {}, el("tr", {}, ["Event", "Status", "Attempts", "Last attempt", "Next attempt", ""].map((h) => el("th", {}, h)))), el("tbody", {}, rows.flat())));
+      table(["Event", "Status", "Attempts", "Last attempt", "Next attempt", ""], rows.flat()));
 }
 
 async function renderRefused(body) {
-  const range = new URLSearchParams(location.hash.split("?")[1] ?? "").get("since") ?? "24h";
+  const range = hashQuery().get("since") ?? "24h";
   const hours = { "1h": 1, "24h": 24, "7d": 168 }[range] ?? 24;
   const since = new Date(Date.now() - hours * 3_600_000).toISOString();
   const [groups, timeline] = await Promise.all([
     api("GET", `${ws()}/refused_requests?since=${encodeURIComponent(since)}`),
     api("GET", `${ws()}/refused_requests:timeline?since=${encodeURIComponent(since)}&buckets=24`),
   ]);
-  const ranges = el("div", {}, Object.keys({ "1h": 1, "24h": 1, "7d": 1 }).map((r) =>
-    el("a", { href: `#refused?since=${r}`, class: r === range ? "badge ok" : "badge" }, r)), " ");
+  const ranges = el("div", { class: "ranges" }, ["1h", "24h", "7d"].map((r) =>
+    el("a", { href: `#refused?since=${r}`, class: r === range ? "badge ok" : "badge", "aria-current": r === range ? "true" : undefined, "data-range": r }, r)));
   const rows = groups.data.map((g) =>
     el(
       "tr",
@@ -361,44 +401,189 @@ async function renderRefused(body) {
       el("td", { class: "mono" }, g.sample ? `${g.sample.http_method} ${g.sample.path} · ${g.sample.client_address} · ${g.sample.id}` : ""),
     ),
   );
-  body.replaceChildren(
-    el("section", { class: "card" }, el("h2", {}, "Refusals over time"), ranges, chart(timeline)),
+  const plot = el("div", { class: "chart", "data-test": "chart", "data-buckets": timeline.buckets.length, "data-total": timeline.buckets.reduce((n, b) => n + b.count, 0) });
+  fill(
+    body,
+    el("section", { class: "card" }, el("h2", {}, "Refusals over time"), ranges, plot),
     el("section", { class: "card" }, el("h2", {}, "Refused requests by error"),
       rows.length === 0 ? el("p", { class: "muted" }, "No refused requests in this period.") :
-        el("table", {}, el("thead", {}, el("tr", {}, ["Error", "Count", "First seen", "Last seen", "Sample"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))),
+        table(["Error", "Count", "First seen", "Last seen", "Sample"], rows)),
+  );
+  drawChart(plot, timeline);
+}
+
+/**
+ * Bars of refusal counts per time bucket (uPlot): a time x axis and a count y axis,
+ * as wide as its card, redrawn at that width when the window is resized.
+ */
+function drawChart(container, timeline) {
+  const xs = timeline.buckets.map((b) => Date.parse(b.start) / 1000);
+  const ys = timeline.buckets.map((b) => b.count);
+  const width = () => Math.max(240, container.clientWidth);
+  const plot = new uPlot(
+    {
+      width: width(),
+      height: 180,
+      legend: { show: false },
+      cursor: { points: { show: false } },
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+      axes: [
+        { label: "time", labelSize: 18, size: 40 },
+        { label: "refused", labelSize: 18, size: 44, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] },
+      ],
+      series: [{}, { label: "refused", fill: "rgba(99, 91, 255, 0.6)", stroke: "#635bff", width: 1, paths: uPlot.paths.bars({ size: [0.8, 40] }), points: { show: false } }],
+    },
+    [xs, ys],
+    container,
+  );
+  container.dataset.axes = plot.axes.map((axis) => axis.label).join(",");
+  const resize = () => plot.setSize({ width: width(), height: 180 });
+  window.addEventListener("resize", resize);
+  window.addEventListener("hashchange", () => window.removeEventListener("resize", resize), { once: true });
+}
+
+/** The message log: filters by status, recipient and time, newest first, a page at a time; or one message. */
+async function renderMessages(body) {
+  const messageId = location.hash.slice(1).split("?")[0].split("/")[1];
+  if (messageId) return renderMessage(body, messageId);
+  const query = hashQuery();
+  const range = query.get("since") ?? "all";
+  const params = new URLSearchParams({ page_size: "25" });
+  for (const name of ["status", "to", "page_token"]) if (query.get(name)) params.set(name, query.get(name));
+  const hours = { "1h": 1, "24h": 24, "7d": 168 }[range];
+  if (hours) params.set("created_after", new Date(Date.now() - hours * 3_600_000).toISOString());
+  const page = await api("GET", `${ws()}/messages?${params}`);
+
+  const status = el("select", { id: "message-status" }, el("option", { value: "" }, "any status"),
+    ["accepted", "sent", "delivered", "read", "failed"].map((s) => el("option", { value: s, selected: s === query.get("status") }, s)));
+  const to = el("input", { type: "text", id: "message-to", inputmode: "numeric", placeholder: "4915112345678", value: query.get("to") ?? "" });
+  const since = el("select", { id: "message-since" },
+    [["all", "any time"], ["1h", "last hour"], ["24h", "last 24 hours"], ["7d", "last 7 days"]].map(([v, label]) => el("option", { value: v, selected: v === range }, label)));
+  const filters = el("form", { class: "filters", onsubmit: (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    if (status.value) next.set("status", status.value);
+    if (to.value.trim()) next.set("to", to.value.trim());
+    if (since.value !== "all") next.set("since", since.value);
+    location.hash = `messages?${next}`;
+  } },
+    el("label", {}, "Status ", status), el("label", {}, "Recipient ", to), el("label", {}, "Created ", since),
+    el("button", { type: "submit" }, "Filter"));
+  const rows = page.data.map((m) => el("tr", { "data-message-id": m.message_id },
+    el("td", {}, when(m.created_at)),
+    el("td", { class: "mono" }, el("a", { href: `#messages/${m.message_id}` }, m.message_id)),
+    el("td", { class: "mono" }, m.to),
+    el("td", {}, statusBadge(m.status), m.error ? el("div", { class: "muted" }, `${m.error.code} ${m.error.title}`) : null),
+    el("td", {}, m.credits)));
+  const nextPage = () => {
+    const next = hashQuery();
+    next.set("page_token", page.next_page_token);
+    location.hash = `messages?${next}`;
+  };
+  fill(body, el("section", { class: "card" }, el("h2", {}, "Messages"), filters,
+    el("p", { class: "muted", "data-test": "message-total" }, `${page.total} message${page.total === 1 ? "" : "s"}`),
+    rows.length === 0 ? el("p", { class: "muted" }, "No messages match.") : table(["Created", "Message", "To", "Status", "Credits"], rows),
+    page.next_page_token ? el("button", { onclick: nextPage, "data-test": "next-page" }, "Next page") : null));
+}
+
+/** One message: its fields, status timeline, credits charged and refunded, and the events it caused with their payloads. */
+async function renderMessage(body, id) {
+  const res = await api("GET", `${ws()}/messages/${encodeURIComponent(id)}`);
+  const m = res.message;
+  const field = (label, value) => [el("dt", {}, label), el("dd", {}, value ?? "—")];
+  const events = res.events.map((e) => {
+    const detail = el("tr", { hidden: true }, el("td", { colspan: 4 }, jsonBlock(e.data, "event-payload")));
+    return [
+      el("tr", { "data-event-id": e.id },
+        el("td", {}, when(e.created_at)), el("td", {}, e.type), el("td", { class: "mono" }, e.id),
+        el("td", {}, el("button", { class: "link", onclick: () => (detail.hidden = !detail.hidden) }, "Payload"))),
+      detail,
+    ];
+  });
+  const credits = [res.charge, res.refund].filter(Boolean);
+  fill(
+    body,
+    el("p", {}, el("a", { href: "#messages" }, "← All messages")),
+    el("section", { class: "card", "data-test": "message" }, el("h2", {}, "Message ", el("span", { class: "mono" }, m.message_id)),
+      el("dl", { class: "fields" },
+        field("Status", statusBadge(m.status)), field("To", m.to), field("Sender", m.sender), field("Template", m.template_id),
+        field("Network id", m.wa_message_id), field("Error", m.error ? `${m.error.code} ${m.error.title}` : null),
+        field("Credits", m.credits), field("Sent by key", res.api_key_id))),
+    el("section", { class: "card" }, el("h2", {}, "Timeline"),
+      table(["Status", "At"], res.timeline.map((s) => el("tr", { "data-timeline-status": s.status }, el("td", {}, statusBadge(s.status, "timeline-status")), el("td", {}, when(s.at)))))),
+    el("section", { class: "card" }, el("h2", {}, "Credits"),
+      credits.length === 0 ? el("p", { class: "muted" }, "No credit change recorded.") :
+        table(["Kind", "Change", "Balance after", "When"], credits.map((c) => el("tr", { "data-credit-kind": c.kind },
+          el("td", {}, c.kind), el("td", {}, c.amount > 0 ? `+${c.amount}` : c.amount), el("td", {}, c.balance_after ?? "—"), el("td", {}, when(c.created_at)))))),
+    el("section", { class: "card" }, el("h2", {}, "Events"),
+      events.length === 0 ? el("p", { class: "muted" }, "No events yet.") : table(["Created", "Type", "Event", ""], events.flat())),
   );
 }
 
-/** A bar chart of refusal counts per bucket, as SVG. */
-function chart(timeline) {
-  const ns = "http://www.w3.org/2000/svg";
-  const width = 720, height = 140, pad = 18;
-  const max = Math.max(1, ...timeline.buckets.map((b) => b.count));
-  const step = (width - pad) / Math.max(1, timeline.buckets.length);
-  const svg = document.createElementNS(ns, "svg");
-  svg.setAttribute("class", "chart");
-  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", "Refused requests per time bucket");
-  timeline.buckets.forEach((b, i) => {
-    const h = ((height - pad * 2) * b.count) / max;
-    const rect = document.createElementNS(ns, "rect");
-    rect.setAttribute("x", String(pad + i * step + 1));
-    rect.setAttribute("y", String(height - pad - h));
-    rect.setAttribute("width", String(Math.max(1, step - 2)));
-    rect.setAttribute("height", String(h));
-    rect.setAttribute("data-count", String(b.count));
-    const title = document.createElementNS(ns, "title");
-    title.textContent = `${new Date(b.start).toLocaleString()}: ${b.count}`;
-    rect.append(title);
-    svg.append(rect);
+/** Console users and their roles (the operator and bootstrap admin manage them); others see their own roles. */
+async function renderUsers(body) {
+  const operator = state.me.kind === "operator" || state.me.user?.operator;
+  if (!operator) {
+    fill(body, el("section", { class: "card" }, el("h2", {}, "Your roles"),
+      table(["Workspace", "Role"], state.me.user.roles.map((r) => el("tr", {}, el("td", { class: "mono" }, state.workspaces.find((w) => w.id === r.workspace_id)?.name ?? r.workspace_id), el("td", {}, r.role)))),
+      el("p", { class: "muted" }, "Only the operator manages users.")));
+    return;
+  }
+  const users = (await api("GET", "/console/v1/users?page_size=100")).data;
+  const act = async (question, method, path, payload) => {
+    if (question && !confirmed(question)) return;
+    try {
+      await api(method, path, payload);
+      await renderUsers(body);
+    } catch (err) {
+      body.prepend(errorLine(err));
+    }
+  };
+  const roleHere = (u) => u.roles.find((r) => r.workspace_id === state.workspaceId)?.role;
+  const rows = users.map((u) => el("tr", { "data-user-id": u.id },
+    el("td", {}, u.email, u.operator ? el("div", { class: "muted" }, "bootstrap admin") : null),
+    el("td", {}, u.roles.length === 0 ? el("span", { class: "muted" }, "none") :
+      u.roles.map((r) => el("div", {}, `${state.workspaces.find((w) => w.id === r.workspace_id)?.name ?? r.workspace_id}: ${r.role}`))),
+    el("td", {}, when(u.created_at)),
+    el("td", { class: "actions" }, u.operator ? null : [
+      roleHere(u) !== "admin" ? el("button", { onclick: () => act(null, "POST", `/console/v1/users/${u.id}:grantRole`, { workspace_id: state.workspaceId, role: "admin" }) }, "Make admin here") : null,
+      roleHere(u) !== "viewer" ? el("button", { onclick: () => act(null, "POST", `/console/v1/users/${u.id}:grantRole`, { workspace_id: state.workspaceId, role: "viewer" }) }, "Make viewer here") : null,
+      roleHere(u) ? el("button", { class: "danger", onclick: () => act(`Take ${u.email}'s role in this workspace away?`, "POST", `/console/v1/users/${u.id}:revokeRole`, { workspace_id: state.workspaceId }) }, "Remove from here") : null,
+      el("button", { class: "danger", onclick: () => act(`Delete ${u.email}? Their sessions end at once; this cannot be undone.`, "DELETE", `/console/v1/users/${u.id}`) }, "Delete"),
+    ])));
+  const email = el("input", { type: "email", id: "user-email", required: true });
+  const password = el("input", { type: "password", id: "user-password", required: true, minlength: 12, autocomplete: "new-password" });
+  const role = el("select", { id: "user-role" }, el("option", { value: "viewer" }, "viewer"), el("option", { value: "admin" }, "admin"));
+  const form = createForm("Create user", async () => {
+    await api("POST", "/console/v1/users", { email: email.value, password: password.value, roles: [{ workspace_id: state.workspaceId, role: role.value }] });
+    await renderUsers(body);
+  },
+    el("label", { for: "user-email" }, "Email"), email,
+    el("label", { for: "user-password" }, "Password (12+ characters)"), password,
+    el("label", { for: "user-role" }, "Role in this workspace"), role,
+  );
+  fill(
+    body,
+    el("section", { class: "card" }, el("h2", {}, "Console users"), table(["Email", "Roles", "Created", ""], rows)),
+    el("section", { class: "card" }, el("h2", {}, "Add a user"), form),
+  );
+}
+
+/** The audit log of the workspace: who changed what, when, with the request (secrets redacted) and the outcome. */
+async function renderAudit(body) {
+  const entries = (await api("GET", `/console/v1/audit_entries?workspace_id=${encodeURIComponent(state.workspaceId)}&page_size=100`)).data;
+  const rows = entries.map((a) => {
+    const detail = el("tr", { hidden: true }, el("td", { colspan: 5 }, jsonBlock(a.request ?? {}, "audit-request")));
+    return [
+      el("tr", { "data-audit-id": a.id },
+        el("td", {}, when(a.at)), el("td", {}, a.actor), el("td", { class: "mono" }, a.operation.split("/").pop()),
+        el("td", {}, statusBadge(a.outcome === "ok" ? "ok" : a.outcome, "outcome")),
+        el("td", {}, el("button", { class: "link", onclick: () => (detail.hidden = !detail.hidden) }, "Request"))),
+      detail,
+    ];
   });
-  const label = document.createElementNS(ns, "text");
-  label.setAttribute("x", "0");
-  label.setAttribute("y", "12");
-  label.textContent = `max ${max}`;
-  svg.append(label);
-  return svg;
+  fill(body, el("section", { class: "card" }, el("h2", {}, "Audit log"),
+    rows.length === 0 ? el("p", { class: "muted" }, "No changes recorded yet.") : table(["When", "Who", "Operation", "Outcome", ""], rows.flat())));
 }
 
 document.getElementById("workspace").addEventListener("change", (event) => {

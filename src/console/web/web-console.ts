@@ -1,11 +1,20 @@
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import type { HttpRoute } from "../../gateway/rpc-server.js";
 
-/** Files of the web console, read once at start-up: path → content type and bytes. */
-const files: [string, string, string][] = [
-  ["/", "index.html", "text/html; charset=utf-8"],
-  ["/console.js", "console.js", "text/javascript; charset=utf-8"],
-  ["/console.css", "console.css", "text/css; charset=utf-8"],
+const require = createRequire(import.meta.url);
+
+/** Files of the web console, read once at start-up: path → file and content type. */
+const files: [path: string, file: URL | string, type: string][] = [
+  ["/", new URL("index.html", import.meta.url), "text/html; charset=utf-8"],
+  ["/console.js", new URL("console.js", import.meta.url), "text/javascript; charset=utf-8"],
+  ["/console.css", new URL("console.css", import.meta.url), "text/css; charset=utf-8"],
+  ["/favicon.svg", new URL("favicon.svg", import.meta.url), "image/svg+xml"],
+  // Browsers ask for /favicon.ico whatever the page links; an SVG answers it too.
+  ["/favicon.ico", new URL("favicon.svg", import.meta.url), "image/svg+xml"],
+  // uPlot (the refusals chart), served from its npm package as published: no build step.
+  ["/vendor/uPlot.esm.js", require.resolve("uplot/dist/uPlot.esm.js"), "text/javascript; charset=utf-8"],
+  ["/vendor/uPlot.min.css", require.resolve("uplot/dist/uPlot.min.css"), "text/css; charset=utf-8"],
 ];
 
 /** Security headers of every web console file: no framing, no inline script, no referrer. */
@@ -17,15 +26,16 @@ const SECURITY_HEADERS = {
 };
 
 /**
- * The web console's routes on the console port: GET / (the page), /console.js
- * and /console.css. The page talks to the console REST API (/console/v1) with
- * a session token from sign-in (or the console token), kept in the tab's
+ * The web console's routes on the console port: GET / (the page),
+ * /console.js, /console.css, the favicon and uPlot's two files under
+ * /vendor/. The page talks to the console REST API (/console/v1) with a
+ * session token from sign-in (or the console token), kept in the tab's
  * sessionStorage and sent as a bearer header, so no cookie (and no CSRF)
  * is involved.
  */
 export function webConsoleRoutes(): HttpRoute[] {
   return files.map(([path, file, type]) => {
-    const body = readFileSync(new URL(file, import.meta.url));
+    const body = readFileSync(file);
     return {
       method: "GET",
       path,
