@@ -134,7 +134,10 @@ describe("webhook metrics", () => {
       const disabled0 = sampleValue(await scrape(), "msgsvc_webhook_endpoints_disabled", "msgsvc_webhook_endpoints_disabled") ?? 0;
       const disabled = await console("POST", `/console/v1/webhook_endpoints/${created.json.webhook_endpoint.id}:disable`, { reason: "metrics test" });
       expect(disabled.status).toBe(200);
-      expect(sampleValue(await scrape(), "msgsvc_webhook_endpoints_disabled", "msgsvc_webhook_endpoints_disabled")).toBe(disabled0 + 1);
+      const after = await scrape();
+      expect(sampleValue(after, "msgsvc_webhook_endpoints_disabled", "msgsvc_webhook_endpoints_disabled")).toBe(disabled0 + 1);
+      expect(after.get("msgsvc_webhook_backlog")?.type).toBe("gauge");
+      expect(sampleValue(after, "msgsvc_webhook_backlog", "msgsvc_webhook_backlog")).toBeGreaterThanOrEqual(0);
     } finally {
       await receiver.close();
     }

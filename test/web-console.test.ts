@@ -6,6 +6,20 @@ import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messagin
 import { answerOk, answerStatus, startReceiver, type Receiver } from "./helpers/receivers.js";
 import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
+/**
+ * Run in the page: its width against the viewport's, text nodes that read "null", "undefined" or
+ * "[object Object]" (with where they are), and error alerts shown.
+ */
+const LAYOUT_CHECK = `(() => {
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const stray = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (/^(null|undefined|\\[object Object\\])$/.test(n.textContent.trim())) stray.push(n.textContent + " in " + n.parentElement.outerHTML.slice(0, 200));
+  }
+  const root = document.documentElement;
+  return { scrollWidth: root.scrollWidth, clientWidth: root.clientWidth, stray, alerts: [...document.querySelectorAll("[role=alert]")].map((a) => a.textContent) };
+})()`;
+
 const ADMIN = { email: "web-admin@example.com", password: "web-console-password-1" };
 const chromiumPath = await ensureChromium();
 if (!chromiumPath.path) process.stderr.write(`Skipping the browser test: ${chromiumPath.reason}\n`);
@@ -236,14 +250,11 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
 
   it("lays every page out at 1280 and 390 px wide without overflow, stray text or console errors", async () => {
     const pages = ["overview", "messages", "keys", "webhooks", "refused", "refused?since=7d", "users", "audit"];
-    const messageId = await page.evaluate(async () => {
-      const token = sessionStorage.getItem("console-token");
-      const ws = sessionStorage.getItem("workspace") ?? "";
-      const res = await fetch(`/console/v1/workspaces/${ws}/messages?page_size=1`, { headers: { authorization: `Bearer ${token}` } });
-      return (await res.json()).data[0]?.message_id as string | undefined;
-    });
+    const listed = await rest(t.consoleUrl, "GET", `/console/v1/workspaces/${workspaceId}/messages?page_size=1`, { key: TEST_CONSOLE_TOKEN });
+    const messageId = listed.json.data[0]?.message_id as string | undefined;
     if (messageId) pages.push(`messages/${messageId}`);
-    const endpoint = await page.evaluate(() => document.querySelector("tr[data-endpoint-id]")?.getAttribute("data-endpoint-id"));
+    const endpoints = await rest(t.consoleUrl, "GET", `/console/v1/workspaces/${workspaceId}/webhook_endpoints`, { key: TEST_CONSOLE_TOKEN });
+    const endpoint = endpoints.json.data[0]?.id as string | undefined;
     if (endpoint) pages.push(`webhooks/${endpoint}`);
     for (const width of [1280, 390]) {
       await page.setViewportSize({ width, height: 800 });
@@ -252,12 +263,7 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
         await page.reload(); // a fresh load of each page, as a bookmark opens it
         await expect.poll(() => page.locator("main p.muted", { hasText: "Loading…" }).count(), { message: name }).toBe(0);
         await expect.poll(() => page.locator("nav a.active").count(), { message: name }).toBe(1);
-        const layout = await page.evaluate(() => {
-          const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-          const stray: string[] = [];
-          for (let n = walker.nextNode(); n; n = walker.nextNode()) if (/^(null|undefined|\[object Object\])$/.test(n.textContent?.trim() ?? "")) stray.push(`${n.textContent} in ${n.parentElement?.outerHTML.slice(0, 200)}`);
-          return { scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth, stray, alerts: [...document.querySelectorAll("[role=alert]")].map((a) => a.textContent) };
-        });
+        const layout = (await page.evaluate(LAYOUT_CHECK)) as { scrollWidth: number; clientWidth: number; stray: string[]; alerts: string[] };
         expect(layout.scrollWidth, `#${name} at ${width} px`).toBeLessThanOrEqual(layout.clientWidth);
         expect(layout.stray, `#${name}`).toEqual([]);
         expect(layout.alerts, `#${name}`).toEqual([]);

@@ -33,6 +33,15 @@ export function createWebhooksCapability(platform: Platform): Capability {
   platform.metrics.gauge("msgsvc_webhook_endpoints_disabled", "Webhook endpoints disabled (by hand or after 20 failures in a row).", () =>
     endpoints.collection.countDocuments({ enabled: false }),
   );
+  // Deliveries due and not yet attempted: retries whose batch is due, and events not yet fanned out
+  // (their first attempts). Paused batches (disabled endpoints) are not due.
+  platform.metrics.gauge("msgsvc_webhook_backlog", "Webhook delivery attempts due and not yet made.", async () => {
+    const [due] = await store.batches
+      .aggregate<{ n: number }>([{ $match: { due_at: { $lte: clock.now() } } }, { $group: { _id: null, n: { $sum: "$size" } } }])
+      .toArray();
+    const unfanned = await events.collection.countDocuments({ fanned_out_at: null });
+    return (due?.n ?? 0) + unfanned;
+  });
   const dispatcher = new Dispatcher({
     db,
     events,
