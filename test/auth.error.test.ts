@@ -74,7 +74,7 @@ describe("missing or malformed Authorization is invalid_key saying what is wrong
       httpStatus: 401,
       grpcCode: Code.Unauthenticated,
       code: "invalid_key",
-      message: "The API key is malformed: keys are 'sk_' followed by 43 characters",
+      message: "The API key is malformed: keys are 'sk_' followed by 46 letters and digits",
     }));
   it("a well-formed key nobody issued", () =>
     expectRefusal(`Bearer sk_${"A".repeat(43)}`, {

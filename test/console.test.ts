@@ -86,7 +86,7 @@ describe("API keys", () => {
   it("creates a key with the default budget of 30 and shows the secret once", async () => {
     const res = await consoleRest("POST", `/console/v1/workspaces/${workspaceId}/api_keys`, { name: "default", scopes: ["messages:read"] });
     expect(res.status).toBe(200);
-    expect(res.json.secret).toMatch(/^sk_[A-Za-z0-9_-]{43}$/);
+    expect(res.json.secret).toMatch(/^sk_[0-9A-Za-z]{46}$/);
     expect(res.json.api_key).toMatchObject({ rate_limit_per_min: 30, scopes: ["messages:read"], status: "active", ip_allow_list: [] });
     expect(res.json.api_key.secret_prefix).toBe(res.json.secret.slice(0, 7));
     const listed = await consoleRest("GET", `/console/v1/workspaces/${workspaceId}/api_keys`);
@@ -172,7 +172,7 @@ describe("msgsvc CLI", () => {
     const ws = await t.createWorkspace("Table");
     const created = await msgsvc(["keys", "create", "--workspace", ws, "--name", "people"]);
     expect(created.code).toBe(0);
-    expect(created.stdout).toMatch(/Secret \(shown once, store it now\):\nsk_[A-Za-z0-9_-]{43}\n/);
+    expect(created.stdout).toMatch(/Secret \(shown once, store it now\):\nsk_[0-9A-Za-z]{46}\n/);
   });
 
   it("exits non-zero with the error code on failure", async () => {

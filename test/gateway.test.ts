@@ -129,7 +129,7 @@ describe("errors in every protocol", () => {
       const [info] = error.findDetails(ErrorInfoSchema);
       expect(info?.reason).toBe("invalid_key");
       expect(info?.domain).toBe("messaging-service");
-      expect(error.rawMessage).toBe("The API key is malformed: keys are 'sk_' followed by 43 characters");
+      expect(error.rawMessage).toBe("The API key is malformed: keys are 'sk_' followed by 46 letters and digits");
       expect(error.metadata.get("request-id")).toMatch(/^req_/);
       expect(error.metadata.get("ratelimit-limit")).toBe("30");
     }

@@ -76,7 +76,7 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     await page.fill("#key-rate", "50");
     await page.click("form button[type=submit]");
     const secret = (await page.textContent("[data-test=secret]"))?.trim() ?? "";
-    expect(secret).toMatch(/^sk_[A-Za-z0-9_-]{43}$/);
+    expect(secret).toMatch(/^sk_[0-9A-Za-z]{46}$/);
     await page.click(".secret button");
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe(secret);
     await expect.poll(() => page.locator("tr[data-key-id]").count()).toBe(1);
@@ -110,8 +110,19 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     }
 
     // Revoke it from the page; the public API refuses it from then on.
-    // Revoking asks first: dismissed, nothing changes; accepted, the key is revoked.
+    // Rolling from the page, the old secret kept for 24 h: both work, the page says until when.
     await page.click("nav a[href='#keys']");
+    await page.selectOption("tr[data-key-id] [data-test=roll-overlap]", "86400000");
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.click("tr[data-key-id] button:has-text('Roll')");
+    await expect.poll(() => page.locator("[data-test=secret]").count()).toBe(1);
+    const rolled = (await page.textContent("[data-test=secret]"))?.trim() ?? "";
+    expect(rolled).toMatch(/^sk_[0-9A-Za-z]{46}$/);
+    expect(await page.textContent("tr[data-key-id] [data-test=previous-secret]")).toContain(`previous ${secret.slice(0, 7)}… works until`);
+    expect((await rest(t.publicUrl, "GET", "/v1/me", { key: rolled })).status).toBe(200);
+    expect((await rest(t.publicUrl, "GET", "/v1/me", { key: secret })).status).toBe(200);
+
+    // Revoking asks first: dismissed, nothing changes; accepted, the key is revoked.
     page.once("dialog", (dialog) => void dialog.dismiss());
     await page.click("tr[data-key-id] button.danger");
     expect(await page.textContent("tr[data-key-id] .badge")).toBe("active");
@@ -123,6 +134,7 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     await page.click("tr[data-key-id] button.danger");
     await expect.poll(() => page.textContent("tr[data-key-id] .badge")).toBe("revoked");
     expect((await rest(t.publicUrl, "GET", "/v1/me", { key: secret })).json.error.code).toBe("key_revoked");
+    expect((await rest(t.publicUrl, "GET", "/v1/me", { key: rolled })).json.error.code).toBe("key_revoked");
   });
 
   it("shows messages by status and the credit ledger in the overview", async () => {

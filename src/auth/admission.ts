@@ -6,7 +6,7 @@ import type { RequestState } from "../gateway/request-state.js";
 import type { NodeRequest } from "../gateway/rest-gateway.js";
 import type { RateLimiter } from "../ratelimit/rate-limiter.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
-import { hashSecret, isWellFormedSecret } from "./api-key-secret.js";
+import { hashSecret, secretShapeProblem } from "./api-key-secret.js";
 import type { ApiKeyRecord, ApiKeyStore } from "./api-key-store.js";
 import { isAddressAllowed, parseIpRange, type IpRange } from "./ip-allow-list.js";
 
@@ -99,16 +99,26 @@ export function createAdmission(options: AdmissionOptions): Admission {
       return refusal("invalid_key", "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <API key>'");
     }
     const secret = match[2] as string;
-    if (!isWellFormedSecret(secret)) {
-      return refusal("invalid_key", "The API key is malformed: keys are 'sk_' followed by 43 characters");
-    }
-    const key = await lookUp(hashSecret(secret));
+    const problem = secretShapeProblem(secret);
+    if (problem) return refusal("invalid_key", `The API key is malformed: ${problem}`);
+    const hash = hashSecret(secret);
+    const key = await lookUp(hash);
     if (!key) return refusal("invalid_key", "The API key is not recognised");
     const { record } = key;
     state.workspaceId = record.workspace_id;
     state.apiKeyId = record._id;
     if (record.revoked_at) return refusal("key_revoked", "The API key was revoked", { api_key_id: record._id });
     const now = options.clock.now();
+    // A secret replaced by a roll works until its own expiry.
+    if (record.secret_hash !== hash) {
+      const until = record.previous_secret_hash === hash ? record.previous_secret_expires_at : null;
+      if (!until || until.getTime() <= now.getTime()) {
+        return refusal("key_expired", "This secret of the API key was replaced by a roll and no longer works; use the new secret", {
+          api_key_id: record._id,
+          ...(until ? { expired_at: until.toISOString() } : {}),
+        });
+      }
+    }
     if (record.expires_at && record.expires_at.getTime() <= now.getTime()) {
       return refusal("key_expired", `The API key expired at ${record.expires_at.toISOString()}`, {
         api_key_id: record._id,

@@ -23,6 +23,14 @@ export interface ApiKeyRecord {
   expires_at: Date | null;
   revoked_at: Date | null;
   last_used_at: Date | null;
+  /**
+   * After a roll: the hash and prefix of the secret it replaced, which keeps
+   * working until previous_secret_expires_at. Absent (or null) when the key
+   * was never rolled or the roll ended the old secret at once.
+   */
+  previous_secret_hash?: string | null;
+  previous_secret_prefix?: string | null;
+  previous_secret_expires_at?: Date | null;
 }
 
 /** What a new key is made of; validated by the caller. */
@@ -40,8 +48,15 @@ export interface ApiKeyStore {
   readonly collection: Collection<ApiKeyRecord>;
   /** Creates a key; returns the record and the secret (the only time it exists in clear). */
   create(input: NewApiKey): Promise<{ record: ApiKeyRecord; secret: string }>;
-  /** The key whose secret hashes to `secretHash`, or null. */
+  /** The key whose secret (or previous secret, after a roll) hashes to `secretHash`, or null. */
   findBySecretHash(secretHash: string): Promise<ApiKeyRecord | null>;
+  /**
+   * Rolls a key that is not revoked: a new secret replaces the current one,
+   * which becomes the previous secret until `previousExpiresAt` (null: it
+   * stops at once). Returns the record after the roll and the new secret, or
+   * null when the key is unknown or revoked.
+   */
+  roll(id: string, previousExpiresAt: Date | null): Promise<{ record: ApiKeyRecord; secret: string; replacedHash: string } | null>;
   /** The key with `id`, or null. */
   get(id: string): Promise<ApiKeyRecord | null>;
   /** A workspace's keys, newest first. */
@@ -79,7 +94,30 @@ export function createApiKeyStore(db: Db, clock: Clock): ApiKeyStore {
       await collection.insertOne(record);
       return { record, secret };
     },
-    findBySecretHash: (secretHash) => collection.findOne({ secret_hash: secretHash }),
+    // Two queries, each exactly an index's key (every MongoDB-wire server plans those by the index).
+    findBySecretHash: async (secretHash) =>
+      (await collection.findOne({ secret_hash: secretHash })) ?? (await collection.findOne({ previous_secret_hash: secretHash })),
+    async roll(id, previousExpiresAt) {
+      const current = await collection.findOne({ _id: id, revoked_at: null });
+      if (!current) return null;
+      const secret = generateSecret();
+      const keepPrevious = previousExpiresAt !== null && previousExpiresAt.getTime() > clock.now().getTime();
+      // Conditional on the secret it replaces: of two concurrent rolls, one wins and the other is told the key is gone.
+      const record = await collection.findOneAndUpdate(
+        { _id: id, revoked_at: null, secret_hash: current.secret_hash },
+        {
+          $set: {
+            secret_hash: hashSecret(secret),
+            secret_prefix: secretPrefixOf(secret),
+            previous_secret_hash: keepPrevious ? current.secret_hash : null,
+            previous_secret_prefix: keepPrevious ? current.secret_prefix : null,
+            previous_secret_expires_at: keepPrevious ? previousExpiresAt : null,
+          },
+        },
+        { returnDocument: "after" },
+      );
+      return record ? { record, secret, replacedHash: current.secret_hash } : null;
+    },
     get: (id) => collection.findOne({ _id: id }),
     list: (workspaceId, page) => listPage(collection, { workspace_id: workspaceId }, page),
     update: (id, changes) => collection.findOneAndUpdate({ _id: id }, { $set: changes }, { returnDocument: "after" }),
@@ -94,6 +132,7 @@ export function createApiKeyStore(db: Db, clock: Clock): ApiKeyStore {
     },
     async ensureIndexes() {
       await collection.createIndex({ secret_hash: 1 }, { unique: true });
+      await collection.createIndex({ previous_secret_hash: 1 });
       await collection.createIndex({ workspace_id: 1, created_at: -1, _id: -1 });
     },
   };

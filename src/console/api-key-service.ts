@@ -7,7 +7,7 @@ import type { ApiKeyRecord, ApiKeyStore } from "../auth/api-key-store.js";
 import { validateAllowList } from "../auth/ip-allow-list.js";
 import { isScope, SCOPES } from "../auth/scopes.js";
 import type { Clock } from "../shared/clock.js";
-import { notFound } from "../shared/errors.js";
+import { apiError, notFound } from "../shared/errors.js";
 import { requireWorkspaceAccess } from "./console-access.js";
 import { charLength, isUuid, Violations } from "../shared/validation.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
@@ -38,8 +38,14 @@ export function apiKeyToProto(record: ApiKeyRecord, now: Date): MessageInitShape
     expiresAt: record.expires_at ? timestampFromDate(record.expires_at) : undefined,
     revokedAt: record.revoked_at ? timestampFromDate(record.revoked_at) : undefined,
     lastUsedAt: record.last_used_at ? timestampFromDate(record.last_used_at) : undefined,
+    ...(record.previous_secret_hash && record.previous_secret_expires_at && record.previous_secret_expires_at.getTime() > now.getTime()
+      ? { previousSecretPrefix: record.previous_secret_prefix ?? undefined, previousSecretExpiresAt: timestampFromDate(record.previous_secret_expires_at) }
+      : {}),
   };
 }
+
+/** Longest overlap of a rolled secret with its successor, in ms (as Stripe allows: 7 days). */
+export const MAX_ROLL_OVERLAP_MS = 7 * 86_400_000;
 
 /** Fields UpdateApiKey may change (its update_mask paths). */
 const UPDATABLE = ["name", "ip_allow_list", "rate_limit_per_min"] as const;
@@ -144,7 +150,28 @@ export function createApiKeyService(deps: {
       const record = await keys.revoke(req.id);
       if (!record) throw notFound("api_key", req.id);
       deps.admission?.forget(record.secret_hash);
+      if (record.previous_secret_hash) deps.admission?.forget(record.previous_secret_hash);
       return { apiKey: apiKeyToProto(record, clock.now()) };
+    },
+    async rollApiKey(req, context) {
+      const existing = isUuid(req.id) ? await keys.get(req.id) : null;
+      if (!existing) throw notFound("api_key", req.id);
+      requireWorkspaceAccess(context, existing.workspace_id, "write");
+      const now = clock.now();
+      const until = req.previousSecretExpiresAt ? timestampDate(req.previousSecretExpiresAt) : null;
+      new Violations()
+        .addIf(until !== null && until.getTime() > now.getTime() + MAX_ROLL_OVERLAP_MS, "previous_secret_expires_at", "must be at most 7 days from now")
+        .check();
+      if (existing.revoked_at) throw apiError("failed_precondition", "A revoked key cannot be rolled", { api_key_id: existing._id });
+      if (existing.expires_at && existing.expires_at.getTime() <= now.getTime()) {
+        throw apiError("failed_precondition", "An expired key cannot be rolled", { api_key_id: existing._id });
+      }
+      const rolled = await keys.roll(existing._id, until);
+      if (!rolled) throw apiError("conflict", "The key changed while it was rolled (revoked or rolled at the same time); read it and try again", { api_key_id: existing._id });
+      // Its cached entries in this process (the old secret's, and an older previous secret's) end now; other processes within the cache's bound.
+      deps.admission?.forget(rolled.replacedHash);
+      if (existing.previous_secret_hash) deps.admission?.forget(existing.previous_secret_hash);
+      return { apiKey: apiKeyToProto(rolled.record, now), secret: rolled.secret };
     },
   };
 }

@@ -1,4 +1,5 @@
 import { Command, Option } from "commander";
+import ms from "ms";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ApiKeyService, ApiKeySchema, ListApiKeysResponseSchema } from "../../../gen/messaging/console/v1/api_keys_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
@@ -83,6 +84,26 @@ export function keyCommands(ctx: CliContext): Command {
     .action(async (id: string, o: { json?: boolean }) => {
       const { apiKey } = await ctx.client(ApiKeyService).revokeApiKey({ id });
       ctx.print(ApiKeySchema, apiKey!, columns, !!o.json);
+    });
+  keys
+    .command("roll <id>")
+    .description("make a new secret for a key (same id, scopes and limits); prints it once")
+    .addOption(new Option("--expire-old-in <duration>", "how long the current secret keeps working: 0, 30m, 24h, up to 7d").default("0", "0: it stops at once"))
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { expireOldIn: string; json?: boolean }) => {
+      const overlap = o.expireOldIn === "0" ? 0 : ms(o.expireOldIn as ms.StringValue);
+      if (typeof overlap !== "number" || Number.isNaN(overlap) || overlap < 0) {
+        throw new UsageError(`--expire-old-in: must be a duration such as 0, 30m, 24h or 7d, got ${JSON.stringify(o.expireOldIn)}`);
+      }
+      const res = await ctx.client(ApiKeyService).rollApiKey({
+        id,
+        previousSecretExpiresAt: overlap > 0 ? timestampFromDate(new Date(Date.now() + overlap)) : undefined,
+      });
+      const apiKey = toRestJson(ApiKeySchema, res.apiKey!);
+      if (o.json) return ctx.printJson({ api_key: apiKey, secret: res.secret });
+      ctx.print(ApiKeySchema, res.apiKey!, [...columns, "previous_secret_prefix", "previous_secret_expires_at"], false);
+      ctx.say(`\nNew secret (shown once): ${res.secret}`, false);
+      ctx.say(apiKey.previous_secret_expires_at ? `The old secret works until ${String(apiKey.previous_secret_expires_at)}.` : "The old secret stopped working.", false);
     });
   return keys;
 }

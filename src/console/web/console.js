@@ -181,18 +181,19 @@ async function renderKeys(body) {
     el(
       "tr",
       { "data-key-id": k.id },
-      el("td", {}, k.name, el("div", { class: "mono muted" }, `${k.secret_prefix}…`)),
+      el("td", {}, k.name, el("div", { class: "mono muted" }, `${k.secret_prefix}…`),
+        k.previous_secret_prefix ? el("div", { class: "muted", "data-test": "previous-secret" }, `previous ${k.previous_secret_prefix}… works until ${when(k.previous_secret_expires_at)}`) : null),
       el("td", {}, k.scopes.length ? k.scopes.join(", ") : el("span", { class: "muted" }, "none")),
       el("td", {}, `${k.rate_limit_per_min}/min`),
       el("td", {}, k.ip_allow_list.length ? k.ip_allow_list.join(", ") : el("span", { class: "muted" }, "any")),
       el("td", {}, when(k.expires_at)),
       el("td", {}, when(k.last_used_at)),
       el("td", {}, el("span", { class: `badge ${k.status === "active" ? "ok" : "bad"}` }, k.status)),
-      el("td", {}, canEdit && k.status === "active" ? el("button", { class: "danger", onclick: async () => {
+      el("td", { class: "actions" }, canEdit && k.status === "active" ? [rollControl(k, body), el("button", { class: "danger", onclick: async () => {
         if (!confirmed(`Revoke the key "${k.name}"? Requests with it are refused from then on; this cannot be undone.`)) return;
         await api("POST", `/console/v1/api_keys/${k.id}:revoke`, {});
         route();
-      } }, "Revoke") : null),
+      } }, "Revoke")] : null),
     ),
   );
   const name = el("input", { type: "text", id: "key-name", required: true });
@@ -223,6 +224,25 @@ async function renderKeys(body) {
       table(["Name", "Scopes", "Budget", "Allowed from", "Expires", "Last used", "Status", ""], rows)),
     canEdit ? el("section", { class: "card" }, el("h2", {}, "Create a key"), form) : null,
   );
+}
+
+/** "Roll" with how long the old secret keeps working; the new secret is shown once above the table. */
+function rollControl(key, body) {
+  const overlap = el("select", { "aria-label": "Old secret works for", "data-test": "roll-overlap" },
+    [["0", "old stops now"], ["3600000", "old works 1 h"], ["86400000", "old works 24 h"], ["604800000", "old works 7 d"]].map(([v, label]) => el("option", { value: v }, label)));
+  const roll = async () => {
+    const ms = Number(overlap.value);
+    const question = `Roll the key "${key.name}"? It gets a new secret; the current one ${ms === 0 ? "stops working at once" : `keeps working until ${new Date(Date.now() + ms).toLocaleString()}`}.`;
+    if (!confirmed(question)) return;
+    try {
+      const rolled = await api("POST", `/console/v1/api_keys/${key.id}:roll`, ms === 0 ? {} : { previous_secret_expires_at: new Date(Date.now() + ms).toISOString() });
+      await renderKeys(body);
+      body.prepend(secretPanel(`Key "${key.name}" rolled. Copy its new secret now: it is shown once.`, rolled.secret));
+    } catch (err) {
+      body.prepend(errorLine(err));
+    }
+  };
+  return el("span", { class: "roll" }, overlap, el("button", { onclick: roll }, "Roll"));
 }
 
 function secretPanel(text, secret) {

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file messaging/console/v1/api_keys.proto.
  */
 export const file_messaging_console_v1_api_keys: GenFile = /*@__PURE__*/
-  fileDesc("CiNtZXNzYWdpbmcvY29uc29sZS92MS9hcGlfa2V5cy5wcm90bxIUbWVzc2FnaW5nLmNvbnNvbGUudjEimAMKBkFwaUtleRIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSFAoMd29ya3NwYWNlX2lkGAMgASgJEgwKBG5hbWUYBCABKAkSDgoGc2NvcGVzGAUgAygJEhUKDXNlY3JldF9wcmVmaXgYBiABKAkSFQoNaXBfYWxsb3dfbGlzdBgHIAMoCRIaChJyYXRlX2xpbWl0X3Blcl9taW4YCCABKAUSMgoGc3RhdHVzGAkgASgOMiIubWVzc2FnaW5nLmNvbnNvbGUudjEuQXBpS2V5U3RhdHVzEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAirAEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NvcGVzGAMgAygJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDWlwX2FsbG93X2xpc3QYBSADKAkSGgoScmF0ZV9saW1pdF9wZXJfbWluGAYgASgFIlUKFENyZWF0ZUFwaUtleVJlc3BvbnNlEi0KB2FwaV9rZXkYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5BcGlLZXkSDgoGc2VjcmV0GAIgASgJIlEKEkxpc3RBcGlLZXlzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkikgEKE0xpc3RBcGlLZXlzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEioKBGRhdGEYAiADKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5BcGlLZXkSDQoFdG90YWwYAyABKAUSHAoPbmV4dF9wYWdlX3Rva2VuGAQgASgJSACIAQFCEgoQX25leHRfcGFnZV90b2tlbiJ1ChNVcGRhdGVBcGlLZXlSZXF1ZXN0Ei0KB2FwaV9rZXkYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5BcGlLZXkSLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkUKFFVwZGF0ZUFwaUtleVJlc3BvbnNlEi0KB2FwaV9rZXkYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5BcGlLZXkiIQoTUmV2b2tlQXBpS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSJFChRSZXZva2VBcGlLZXlSZXNwb25zZRItCgdhcGlfa2V5GAEgASgLMhwubWVzc2FnaW5nLmNvbnNvbGUudjEuQXBpS2V5KoEBCgxBcGlLZXlTdGF0dXMSHgoaQVBJX0tFWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVBUElfS0VZX1NUQVRVU19BQ1RJVkUQARIaChZBUElfS0VZX1NUQVRVU19SRVZPS0VEEAISGgoWQVBJX0tFWV9TVEFUVVNfRVhQSVJFRBADMpIFCg1BcGlLZXlTZXJ2aWNlEqABCgxDcmVhdGVBcGlLZXkSKS5tZXNzYWdpbmcuY29uc29sZS52MS5DcmVhdGVBcGlLZXlSZXF1ZXN0GioubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2UiOYLT5JMCMzoBKiIuL2NvbnNvbGUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9hcGlfa2V5cxKaAQoLTGlzdEFwaUtleXMSKC5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0QXBpS2V5c1JlcXVlc3QaKS5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlIjaC0+STAjASLi9jb25zb2xlL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vYXBpX2tleXMSogEKDFVwZGF0ZUFwaUtleRIpLm1lc3NhZ2luZy5jb25zb2xlLnYxLlVwZGF0ZUFwaUtleVJlcXVlc3QaKi5tZXNzYWdpbmcuY29uc29sZS52MS5VcGRhdGVBcGlLZXlSZXNwb25zZSI7gtPkkwI1OgdhcGlfa2V5YgdhcGlfa2V5MiEvY29uc29sZS92MS9hcGlfa2V5cy97YXBpX2tleS5pZH0SmwEKDFJldm9rZUFwaUtleRIpLm1lc3NhZ2luZy5jb25zb2xlLnYxLlJldm9rZUFwaUtleVJlcXVlc3QaKi5tZXNzYWdpbmcuY29uc29sZS52MS5SZXZva2VBcGlLZXlSZXNwb25zZSI0gtPkkwIuOgEqYgdhcGlfa2V5IiAvY29uc29sZS92MS9hcGlfa2V5cy97aWR9OnJldm9rZWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("CiNtZXNzYWdpbmcvY29uc29sZS92MS9hcGlfa2V5cy5wcm90bxIUbWVzc2FnaW5nLmNvbnNvbGUudjEimAQKBkFwaUtleRIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSFAoMd29ya3NwYWNlX2lkGAMgASgJEgwKBG5hbWUYBCABKAkSDgoGc2NvcGVzGAUgAygJEhUKDXNlY3JldF9wcmVmaXgYBiABKAkSFQoNaXBfYWxsb3dfbGlzdBgHIAMoCRIaChJyYXRlX2xpbWl0X3Blcl9taW4YCCABKAUSMgoGc3RhdHVzGAkgASgOMiIubWVzc2FnaW5nLmNvbnNvbGUudjEuQXBpS2V5U3RhdHVzEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJldm9rZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDGxhc3RfdXNlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIwoWcHJldmlvdXNfc2VjcmV0X3ByZWZpeBgOIAEoCUgAiAEBEj4KGnByZXZpb3VzX3NlY3JldF9leHBpcmVzX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIZChdfcHJldmlvdXNfc2VjcmV0X3ByZWZpeCKsAQoTQ3JlYXRlQXBpS2V5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIOCgZzY29wZXMYAyADKAkSLgoKZXhwaXJlc19hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNaXBfYWxsb3dfbGlzdBgFIAMoCRIaChJyYXRlX2xpbWl0X3Blcl9taW4YBiABKAUiVQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USLQoHYXBpX2tleRgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLkFwaUtleRIOCgZzZWNyZXQYAiABKAkiUQoSTGlzdEFwaUtleXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSKSAQoTTGlzdEFwaUtleXNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSKgoEZGF0YRgCIAMoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLkFwaUtleRINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuInUKE1VwZGF0ZUFwaUtleVJlcXVlc3QSLQoHYXBpX2tleRgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLkFwaUtleRIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siRQoUVXBkYXRlQXBpS2V5UmVzcG9uc2USLQoHYXBpX2tleRgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLkFwaUtleSIhChNSZXZva2VBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIkUKFFJldm9rZUFwaUtleVJlc3BvbnNlEi0KB2FwaV9rZXkYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5BcGlLZXkiXwoRUm9sbEFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkSPgoacHJldmlvdXNfc2VjcmV0X2V4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlMKElJvbGxBcGlLZXlSZXNwb25zZRItCgdhcGlfa2V5GAEgASgLMhwubWVzc2FnaW5nLmNvbnNvbGUudjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSqBAQoMQXBpS2V5U3RhdHVzEh4KGkFQSV9LRVlfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVQVBJX0tFWV9TVEFUVVNfQUNUSVZFEAESGgoWQVBJX0tFWV9TVEFUVVNfUkVWT0tFRBACEhoKFkFQSV9LRVlfU1RBVFVTX0VYUElSRUQQAzKfBgoNQXBpS2V5U2VydmljZRKgAQoMQ3JlYXRlQXBpS2V5EikubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBoqLm1lc3NhZ2luZy5jb25zb2xlLnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlIjmC0+STAjM6ASoiLi9jb25zb2xlL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vYXBpX2tleXMSmgEKC0xpc3RBcGlLZXlzEigubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdEFwaUtleXNSZXF1ZXN0GikubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdEFwaUtleXNSZXNwb25zZSI2gtPkkwIwEi4vY29uc29sZS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2FwaV9rZXlzEqIBCgxVcGRhdGVBcGlLZXkSKS5tZXNzYWdpbmcuY29uc29sZS52MS5VcGRhdGVBcGlLZXlSZXF1ZXN0GioubWVzc2FnaW5nLmNvbnNvbGUudjEuVXBkYXRlQXBpS2V5UmVzcG9uc2UiO4LT5JMCNToHYXBpX2tleWIHYXBpX2tleTIhL2NvbnNvbGUvdjEvYXBpX2tleXMve2FwaV9rZXkuaWR9EpsBCgxSZXZva2VBcGlLZXkSKS5tZXNzYWdpbmcuY29uc29sZS52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GioubWVzc2FnaW5nLmNvbnNvbGUudjEuUmV2b2tlQXBpS2V5UmVzcG9uc2UiNILT5JMCLjoBKmIHYXBpX2tleSIgL2NvbnNvbGUvdjEvYXBpX2tleXMve2lkfTpyZXZva2USigEKClJvbGxBcGlLZXkSJy5tZXNzYWdpbmcuY29uc29sZS52MS5Sb2xsQXBpS2V5UmVxdWVzdBooLm1lc3NhZ2luZy5jb25zb2xlLnYxLlJvbGxBcGlLZXlSZXNwb25zZSIpgtPkkwIjOgEqIh4vY29uc29sZS92MS9hcGlfa2V5cy97aWR9OnJvbGxiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * An API key, without its secret.
@@ -112,6 +112,22 @@ export type ApiKey = Message<"messaging.console.v1.ApiKey"> & {
    * @generated from field: google.protobuf.Timestamp last_used_at = 13;
    */
   lastUsedAt?: Timestamp | undefined;
+
+  /**
+   * After a roll: the first characters of the secret it replaced, while that
+   * secret still works; null otherwise.
+   *
+   * @generated from field: optional string previous_secret_prefix = 14;
+   */
+  previousSecretPrefix?: string | undefined;
+
+  /**
+   * After a roll: when the replaced secret stops working; null when there is
+   * none (or it stopped).
+   *
+   * @generated from field: google.protobuf.Timestamp previous_secret_expires_at = 15;
+   */
+  previousSecretExpiresAt?: Timestamp | undefined;
 };
 
 /**
@@ -376,6 +392,63 @@ export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@_
   messageDesc(file_messaging_console_v1_api_keys, 8);
 
 /**
+ * Request of RollApiKey.
+ *
+ * @generated from message messaging.console.v1.RollApiKeyRequest
+ */
+export type RollApiKeyRequest = Message<"messaging.console.v1.RollApiKeyRequest"> & {
+  /**
+   * Key identifier. Shape: UUID.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Until when the current secret keeps working beside the new one; unset or
+   * past for "stop at once"; at most 7 days from now.
+   *
+   * @generated from field: google.protobuf.Timestamp previous_secret_expires_at = 2;
+   */
+  previousSecretExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.RollApiKeyRequest.
+ * Use `create(RollApiKeyRequestSchema)` to create a new message.
+ */
+export const RollApiKeyRequestSchema: GenMessage<RollApiKeyRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_api_keys, 9);
+
+/**
+ * Response of RollApiKey.
+ *
+ * @generated from message messaging.console.v1.RollApiKeyResponse
+ */
+export type RollApiKeyResponse = Message<"messaging.console.v1.RollApiKeyResponse"> & {
+  /**
+   * The key with its new secret prefix and the previous secret's expiry.
+   *
+   * @generated from field: messaging.console.v1.ApiKey api_key = 1;
+   */
+  apiKey?: ApiKey | undefined;
+
+  /**
+   * The new secret: shown only here.
+   *
+   * @generated from field: string secret = 2;
+   */
+  secret: string;
+};
+
+/**
+ * Describes the message messaging.console.v1.RollApiKeyResponse.
+ * Use `create(RollApiKeyResponseSchema)` to create a new message.
+ */
+export const RollApiKeyResponseSchema: GenMessage<RollApiKeyResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_api_keys, 10);
+
+/**
  * Status of a key. In JSON: "active", "revoked", "expired".
  *
  * @generated from enum messaging.console.v1.ApiKeyStatus
@@ -467,6 +540,21 @@ export const ApiKeyService: GenService<{
     methodKind: "unary";
     input: typeof RevokeApiKeyRequestSchema;
     output: typeof RevokeApiKeyResponseSchema;
+  },
+  /**
+   * Rolls a key: makes a new secret for the same key (id, scopes, budget,
+   * allow-list and expiry unchanged), answered once. The secret it replaces
+   * keeps working until previous_secret_expires_at (unset or past: it stops
+   * at once; at most 7 days ahead), then is refused with key_expired. A key
+   * has at most one previous secret: rolling again ends the older one at
+   * once. Refused with failed_precondition for a revoked or expired key.
+   *
+   * @generated from rpc messaging.console.v1.ApiKeyService.RollApiKey
+   */
+  rollApiKey: {
+    methodKind: "unary";
+    input: typeof RollApiKeyRequestSchema;
+    output: typeof RollApiKeyResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_messaging_console_v1_api_keys, 0);
