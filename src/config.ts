@@ -113,6 +113,8 @@ const schema = z.object({
   REQUEST_LOG_RETENTION_DAYS: integer(30, 1, 3650, "days"),
   REQUEST_LOG_FLUSH_MS: integer(100, 1, 10_000, "milliseconds"),
   SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 600_000, "milliseconds"),
+  HEADERS_TIMEOUT_MS: integer(10_000, 100, 120_000, "milliseconds"),
+  REQUEST_TIMEOUT_MS: integer(60_000, 100, 600_000, "milliseconds"),
   LOG_LEVEL: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
       error: "must be one of fatal, error, warn, info, debug, trace, silent",
@@ -207,6 +209,10 @@ export interface Config {
   requestLogFlushMs: number;
   /** Longest wait for in-flight work at shutdown, in ms. */
   shutdownTimeoutMs: number;
+  /** Time a client has to send a request's headers, in ms (answered 408 beyond). */
+  headersTimeoutMs: number;
+  /** Time a client has to send a whole request, in ms (answered 408 beyond). */
+  requestTimeoutMs: number;
   /** pino log level. */
   logLevel: string;
   /** Folder for the embedded database's data. */
@@ -340,6 +346,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     requestLogRetentionDays: v.REQUEST_LOG_RETENTION_DAYS,
     requestLogFlushMs: v.REQUEST_LOG_FLUSH_MS,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
+    headersTimeoutMs: v.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: v.REQUEST_TIMEOUT_MS,
     logLevel: v.LOG_LEVEL,
     dataDir: v.DATA_DIR,
     network: v.NETWORK,

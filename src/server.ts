@@ -227,6 +227,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
         );
       },
       trustForwardedFor: config.trustForwardedFor,
+      limits: config,
       logger,
     });
     consoleServer = createRpcServer({
@@ -240,6 +241,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
           "console request",
         ),
       trustForwardedFor: false,
+      limits: config,
       logger,
     });
     publicPort = await publicServer.listen(config.port, config.host);

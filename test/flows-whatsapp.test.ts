@@ -223,6 +223,19 @@ describe("a submission that cannot be traced", () => {
     expect(listed.json.data.map((r: { id: string }) => r.id)).toEqual([data.id]);
   });
 
+  it('keeps a form field named "__proto__" as a field, never as a prototype (webhook and REST)', async () => {
+    const raw = '{"flow_token":"proto-field","__proto__":{"polluted":"yes"},"name":"Ada"}';
+    const res = await callback(nfmReply("16505559997", "wamid.FLOW6", JSON.parse(raw)));
+    expect(res.status).toBe(200);
+    const data = await completedFor("wamid.FLOW6");
+    expect(Object.getPrototypeOf(data.response)).toBe(Object.prototype);
+    expect(Object.hasOwn(data.response, "__proto__")).toBe(true);
+    expect(data.response.__proto__).toEqual({ polluted: "yes" });
+    expect(data.response.polluted).toBeUndefined();
+    const fetched = await rest(t.publicUrl, "GET", `/v1/flow_responses/${data.id}`, { key: key.secret });
+    expect(fetched.text).toContain('"response":{"__proto__":{"polluted":"yes"},"name":"Ada"}');
+  });
+
   it("a repeated callback records the submission once", async () => {
     const payload = nfmReply("16505559998", "wamid.FLOW5", { flow_token: "again" });
     await callback(payload);

@@ -163,6 +163,15 @@ describe("real answers match the document", () => {
     expectDocumented(conflict, "/v1/messages", "post", "Error");
   });
 
+  it("413 payload_too_large of a body over 1 MiB", async () => {
+    const sendKey = await t.createKey(await t.createWorkspace("Large"), { scopes: ["messages:send"] });
+    const res = await rest(t.publicUrl, "POST", "/v1/messages", { key: sendKey.secret, body: { to: "1".repeat(1024 * 1024) } });
+    expect(res.status).toBe(413);
+    expect(res.json.error.code).toBe("payload_too_large");
+    expectDocumented(res, "/v1/messages", "post", "Error");
+    expect(document.paths["/v1/messages"].post.responses[413]).toEqual({ $ref: "#/components/responses/Error413" });
+  });
+
   it("404 not_found", async () => {
     const res = await rest(t.publicUrl, "GET", "/v1/messages/msg_00000000-0000-4000-8000-000000000000", { key: (await t.createKey(await t.createWorkspace("404"), { scopes: ["messages:read"] })).secret });
     expect(res.status).toBe(404);

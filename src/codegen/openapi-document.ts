@@ -332,7 +332,12 @@ export function buildOpenApiDocument(services: readonly DescService[], options: 
       }
       const success = successResponse(method, binding.responseBody);
       if (extra) success.headers = { ...(success.headers as JsonObject), ...extra.response };
-      const errorStatuses = [...COMMON_ERROR_STATUSES, ...(pathFields.length > 0 ? [404] : []), ...(extra?.errorStatuses ?? [])];
+      const errorStatuses = [
+        ...COMMON_ERROR_STATUSES,
+        ...(pathFields.length > 0 ? [404] : []),
+        ...(binding.body !== "" ? [413] : []), // a body over 1 MiB: payload_too_large
+        ...(extra?.errorStatuses ?? []),
+      ];
       operation.responses = {
         200: success,
         ...Object.fromEntries(errorStatuses.sort((a, b) => a - b).map((status) => [status, { $ref: `#/components/responses/Error${status}` }])),

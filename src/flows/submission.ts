@@ -79,13 +79,15 @@ export function parseSubmission(responseJson: string): Submission {
     return { flowToken: "", response: {}, files: [] };
   }
   if (!isObject(parsed)) return { flowToken: "", response: {}, files: [] };
-  const response: JsonObject = {};
+  const fields: [string, JsonValue][] = [];
   const files: SubmittedFile[] = [];
   for (const [key, value] of Object.entries(parsed)) {
     if (key === "flow_token") continue;
     const entries = Array.isArray(value) && value.length > 0 ? value.map((v) => mediaEntry(key, v)) : [];
     if (entries.length > 0 && entries.every((e) => e !== undefined)) files.push(...(entries as SubmittedFile[]));
-    else response[key] = value;
+    else fields.push([key, value]);
   }
+  // Object.fromEntries defines own properties: a field named "__proto__" stays a field, never the prototype.
+  const response = Object.fromEntries(fields) as JsonObject;
   return { flowToken: typeof parsed.flow_token === "string" ? parsed.flow_token : "", response, files };
 }

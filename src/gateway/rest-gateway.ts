@@ -23,10 +23,11 @@ import {
 } from "@connectrpc/connect";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
 import type { HttpBody } from "../../gen/google/api/httpbody_pb.js";
-import { apiError, describeError, errorTable, violationsError, type DescribedError, type FieldViolation } from "../shared/errors.js";
+import { apiError, describeError, errorTable, invalidArgument, violationsError, type DescribedError, type FieldViolation } from "../shared/errors.js";
 import { compilePathTemplate, type PathTemplate } from "./path-template.js";
 import { requestStateKey, type RequestState } from "./request-state.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
+import { MAX_MESSAGE_BYTES, protoKeyViolations } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
 /** A request and response of either node:http or node:http2 (compatibility API). */
@@ -127,16 +128,24 @@ function addQuery(target: JsonObject, desc: DescMessage, key: string, value: str
   }
 }
 
+/**
+ * Reads a request body of at most `limit` bytes. A longer one is read to its
+ * end and dropped (the client gets its answer once done sending).
+ *
+ * @throws ConnectError payload_too_large when the body is longer than `limit`.
+ */
 async function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > limit) throw apiError("invalid_argument", `Request body is larger than ${limit} bytes`, { limit_bytes: String(limit) });
-    chunks.push(chunk);
+    if (size <= limit) chunks.push(chunk);
   }
+  if (size > limit) throw apiError("payload_too_large", `The request body is larger than ${limit} bytes`, { limit_bytes: String(limit) });
   return Buffer.concat(chunks);
 }
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 function headersOf(req: NodeRequest): Headers {
   const headers = new Headers();
@@ -182,7 +191,7 @@ function chain(interceptors: readonly Interceptor[], terminal: (req: UnaryReques
  * unary request for every route.
  */
 export function createRestGateway(options: RestGatewayOptions): RestGateway {
-  const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
+  const maxBodyBytes = options.maxBodyBytes ?? MAX_MESSAGE_BYTES;
   const routes: Route[] = [];
   for (const { service, impl } of options.services) {
     for (const method of service.methods) {
@@ -211,14 +220,22 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
     if (route.body !== "") {
       let parsed: JsonValue = {};
       if (body.length > 0) {
+        let text: string;
         try {
-          parsed = JSON.parse(body.toString("utf8")) as JsonValue;
+          text = utf8.decode(body);
+        } catch {
+          throw invalidArgument("(body)", "must be valid UTF-8");
+        }
+        try {
+          parsed = JSON.parse(text) as JsonValue;
         } catch (err) {
           throw apiError("invalid_argument", `Request body is not valid JSON: ${(err as Error).message}`, {
             field: "(body)",
             rule: "must be valid JSON",
           });
         }
+        const protoKeys = protoKeyViolations(route.body === "*" ? parsed : { [route.body]: parsed });
+        if (protoKeys.length > 0) throw violationsError(protoKeys);
       }
       if (route.body === "*") {
         if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {

@@ -120,13 +120,13 @@ function fieldToJson(field: DescField, value: unknown): JsonValue {
       return items.map((v) => messageValueToJson(field.message, v));
     }
     case "map": {
-      const out: JsonObject = {};
-      for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-        if (field.mapKind === "scalar") out[k] = scalarToJson(field.scalar, v);
-        else if (field.mapKind === "enum") out[k] = enumValueToJson(field.enum, v as number);
-        else out[k] = messageValueToJson(field.message, v);
-      }
-      return out;
+      // Own properties by Object.fromEntries: no key can reach the prototype.
+      return Object.fromEntries(
+        Object.entries(value as Record<string, unknown>).map(([k, v]) => [
+          k,
+          field.mapKind === "scalar" ? scalarToJson(field.scalar, v) : field.mapKind === "enum" ? enumValueToJson(field.enum, v as number) : messageValueToJson(field.message, v),
+        ]),
+      ) as JsonObject;
     }
     default:
       return singleToJson(field, value);

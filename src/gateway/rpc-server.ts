@@ -1,15 +1,21 @@
 import type net from "node:net";
-import * as httpolyglot from "@httptoolkit/httpolyglot";
 import ipaddr from "ipaddr.js";
-import { Code, ConnectError, createContextValues, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createContextValues, type ContextValues, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from "@connectrpc/connect-node";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { apiError, describeError, toConnectError, type ErrorCode } from "../shared/errors.js";
 import { newRequestId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
+import { createPolyglotServer, type ListenerLimits } from "./listener.js";
 import { createRestGateway, writeRestError, type NodeRequest, type NodeResponse, type RestGateway } from "./rest-gateway.js";
 import { requestStateKey, type Protocol, type RequestState } from "./request-state.js";
+import { inputInterceptor, MAX_MESSAGE_BYTES, readRpcInput, rpcInputKey, type RpcInput } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
 /** How a finished request ended, for the request log. */
@@ -56,6 +62,8 @@ export interface RpcServerOptions {
   healthy?: () => Promise<boolean>;
   /** Take the client address from the last X-Forwarded-For entry. */
   trustForwardedFor: boolean;
+  /** Timeouts against slow clients. */
+  limits: ListenerLimits;
   logger: Logger;
 }
 
@@ -90,6 +98,7 @@ const httpStatusToError = new Map<number, ErrorCode>([
   [405, "not_found"],
   [408, "unavailable"],
   [409, "conflict"],
+  [413, "payload_too_large"],
   [415, "invalid_argument"],
   [429, "rate_limited"],
   [501, "unimplemented"],
@@ -191,6 +200,57 @@ function protocolOf(contentType: string | undefined): Protocol {
   return "connect";
 }
 
+/** A Node request handler of Connect RPCs; `contextValues` seeds each call's context. */
+type ConnectHandler = (req: NodeRequest, res: NodeResponse, contextValues: ContextValues) => Promise<void>;
+
+/**
+ * The Connect router of `services` as a Node request handler, in the place of
+ * connect-node's adapter: the same universal request and response, with the
+ * body of unary and server-streaming calls read and checked first by
+ * readRpcInput (a problem reaches the handler's caller through
+ * inputInterceptor, innermost of `interceptors`). Messages are limited to
+ * MAX_MESSAGE_BYTES; unknown JSON fields are refused, as on REST.
+ */
+function createConnectHandler(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[], logger: Logger): ConnectHandler {
+  const router = createConnectRouter({
+    interceptors: [...interceptors, inputInterceptor],
+    jsonOptions: { useProtoFieldName: true, ignoreUnknownFields: false },
+    readMaxBytes: MAX_MESSAGE_BYTES,
+    acceptCompression: [compressionGzip, compressionBrotli],
+  });
+  for (const { service, impl } of services) router.service(service, impl as ServiceImpl<DescService>);
+  const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  return async (req, res, contextValues) => {
+    const path = (req.url ?? "").split("?", 1)[0] as string;
+    const handler = handlers.get(path);
+    if (!handler) {
+      res.writeHead(404);
+      res.end();
+      return;
+    }
+    const input: RpcInput = {};
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, contextValues.set(rpcInputKey, input));
+    const kind = handler.method.methodKind;
+    if (req.method === "POST" && (kind === "unary" || kind === "server_streaming")) {
+      const checked = await readRpcInput(handler.method, uReq.header, uReq.body as AsyncIterable<Uint8Array>);
+      if (checked) {
+        input.problem = checked.problem;
+        if (checked.dropHeader) uReq.header.delete(checked.dropHeader);
+        if (checked.problem) uReq.header.delete("content-length");
+        uReq.body = (async function* () {
+          yield checked.body;
+        })();
+      }
+    }
+    try {
+      await universalResponseToNodeResponse(await handler(uReq), res);
+    } catch (err) {
+      if (ConnectError.from(err).code === Code.Aborted) return; // the client went away
+      logger.error({ err, rpc: path }, "RPC handler failed after its response started");
+    }
+  };
+}
+
 /**
  * Builds one port that serves `services` as gRPC (HTTP/2), gRPC-Web, Connect
  * (JSON and binary, HTTP/1.1 and HTTP/2) and REST/JSON, cleartext HTTP/1.1
@@ -203,24 +263,8 @@ function protocolOf(contentType: string | undefined): Protocol {
  * unknown routes with 404 not_found in the REST error format.
  */
 export function createRpcServer(options: RpcServerOptions): RpcServer {
-  const states = new WeakMap<object, RequestState>();
-  const contextValues = (req: NodeRequest) => createContextValues().set(requestStateKey, states.get(req));
-  const connectOptions = {
-    interceptors: [...options.interceptors],
-    jsonOptions: { useProtoFieldName: true },
-    contextValues,
-  };
-  const connectHandler = connectNodeAdapter({
-    ...connectOptions,
-    routes: (router) => {
-      for (const { service, impl } of options.services) router.service(service, impl as ServiceImpl<DescService>);
-    },
-  });
-  const openHandler = connectNodeAdapter({
-    routes: (router) => {
-      for (const { service, impl } of options.openServices ?? []) router.service(service, impl as ServiceImpl<DescService>);
-    },
-  });
+  const connectHandler = createConnectHandler(options.services, options.interceptors, options.logger);
+  const openHandler = createConnectHandler(options.openServices ?? [], [], options.logger);
   const connectPaths = new Set<string>();
   for (const { service } of options.services) for (const m of service.methods) connectPaths.add(`/${service.typeName}/${m.name}`);
   const openPaths = new Set<string>();
@@ -234,7 +278,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
 
   async function onRequest(req: NodeRequest, res: NodeResponse): Promise<void> {
     const path = (req.url ?? "/").split("?", 1)[0] as string;
-    if (openPaths.has(path)) return openHandler(req, res);
+    if (openPaths.has(path)) return openHandler(req, res, createContextValues());
     if (path === "/healthz" && options.healthy) {
       const ok = await options.healthy().catch(() => false);
       res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
@@ -259,7 +303,6 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         if (!res.headersSent) res.setHeader(name, value);
       },
     };
-    states.set(req, state);
     res.setHeader("request-id", state.requestId);
     if (state.protocol === "grpc") watchGrpcStatus(res, (status) => (grpcStatus.value = status));
     let finished = false;
@@ -294,7 +337,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         return;
       }
       if (isRpc) {
-        connectHandler(req, res);
+        await connectHandler(req, res, createContextValues().set(requestStateKey, state));
       } else {
         await gateway.handle(req, res, state);
       }
@@ -305,8 +348,9 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
     }
   }
 
-  const server = httpolyglot.createServer((req, res) => void onRequest(req as NodeRequest, res as NodeResponse));
-  server.on("connection", (socket: net.Socket) => {
+  const server = createPolyglotServer(options.limits, (req, res) => void onRequest(req as NodeRequest, res as NodeResponse));
+  server.on("connection", function (this: unknown, socket: net.Socket) {
+    if (this !== server) return; // httpolyglot repeats it on its inner servers
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
   });

@@ -24,6 +24,7 @@ export const errorTable = {
   permission_denied: { httpStatus: 403, grpcCode: Code.PermissionDenied },
   rate_limited: { httpStatus: 429, grpcCode: Code.ResourceExhausted },
   invalid_argument: { httpStatus: 400, grpcCode: Code.InvalidArgument },
+  payload_too_large: { httpStatus: 413, grpcCode: Code.ResourceExhausted },
   not_found: { httpStatus: 404, grpcCode: Code.NotFound },
   insufficient_credits: { httpStatus: 402, grpcCode: Code.FailedPrecondition },
   conflict: { httpStatus: 409, grpcCode: Code.AlreadyExists },
@@ -64,9 +65,23 @@ const codeByGrpcCode = new Map<Code, ErrorCode>([
 ]);
 
 /**
+ * Bounds of an error's parts. Errors may echo input (a path, a field name, a
+ * value), and over gRPC they travel in HTTP/2 trailers, which a client
+ * refuses beyond its header list size (often 8 to 16 KiB): clamped, an
+ * error always arrives. Message: 1,000 characters; each detail value and
+ * violation text: 300; violations: the first 50.
+ */
+export const ERROR_LIMITS = { messageChars: 1000, textChars: 300, violations: 50 } as const;
+
+function clamp(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/**
  * Builds the error every layer throws: a ConnectError with the table's gRPC
  * code and a google.rpc.ErrorInfo whose reason is `code` and whose metadata is
  * `details`. Field violations travel as a google.rpc.BadRequest as well.
+ * Every part is clamped to ERROR_LIMITS.
  */
 export function apiError(
   code: ErrorCode,
@@ -74,11 +89,15 @@ export function apiError(
   details: ErrorDetails = {},
   violations: FieldViolation[] = [],
 ): ConnectError {
+  const metadata = Object.fromEntries(Object.entries(details).map(([k, v]) => [k, clamp(v, ERROR_LIMITS.textChars)]));
   const outgoing: { desc: DescMessage; value: Message }[] = [
-    { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason: code, domain: ERROR_DOMAIN, metadata: details }) },
+    { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason: code, domain: ERROR_DOMAIN, metadata }) },
   ];
+  message = clamp(message, ERROR_LIMITS.messageChars);
   if (violations.length > 0) {
-    const fieldViolations = violations.map((v) => create(BadRequest_FieldViolationSchema, v));
+    const fieldViolations = violations
+      .slice(0, ERROR_LIMITS.violations)
+      .map((v) => create(BadRequest_FieldViolationSchema, { field: clamp(v.field, ERROR_LIMITS.textChars), description: clamp(v.description, ERROR_LIMITS.textChars) }));
     outgoing.push({ desc: BadRequestSchema, value: create(BadRequestSchema, { fieldViolations }) });
   }
   return new ConnectError(message, errorTable[code].grpcCode, undefined, outgoing);

@@ -1,0 +1,260 @@
+import zlib from "node:zlib";
+import { fromBinary, fromJson, type DescMessage, type DescMethod, type JsonValue } from "@bufbuild/protobuf";
+import { createContextKey, type ConnectError, type Interceptor } from "@connectrpc/connect";
+import { apiError, violationsError, type FieldViolation } from "../shared/errors.js";
+
+/*
+ * One reading of RPC input for every protocol (Connect JSON and binary, gRPC,
+ * gRPC-Web), before the Connect router parses it. connect-es answers a body it
+ * cannot parse with `internal` (it wraps every serialization error so), reads
+ * unknown JSON fields leniently when asked and silently drops a map key
+ * "__proto__"; here each of those is a precise `invalid_argument` naming the
+ * field and the rule, and an oversized message is `payload_too_large`.
+ *
+ * The problem is not answered at once: it travels in the context to
+ * inputInterceptor, innermost of the chain, so that a caller without a valid
+ * key still learns that first, exactly as on REST.
+ */
+
+/** Largest request message accepted, in bytes (after decompression): 1 MiB. */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/** What readRpcInput found wrong with a request's input, per request. */
+export interface RpcInput {
+  /** The error to answer instead of calling the handler, if any. */
+  problem?: ConnectError;
+}
+
+/** Context value under which inputInterceptor finds what readRpcInput found. */
+export const rpcInputKey = createContextKey<RpcInput>({}, { description: "rpc input check" });
+
+/** Innermost interceptor: answers the input problem found before routing, if any. */
+export const inputInterceptor: Interceptor = (next) => async (req) => {
+  const problem = req.contextValues.get(rpcInputKey).problem;
+  if (problem) throw problem;
+  return next(req);
+};
+
+type Format = { enveloped: boolean; json: boolean; encodingHeader: string };
+
+/** Wire format of a request by its Content-Type, or undefined for one Connect does not serve (it answers 415). */
+function formatOf(contentType: string): Format | undefined {
+  const type = contentType.split(";", 1)[0]!.trim().toLowerCase();
+  switch (type) {
+    case "application/json":
+      return { enveloped: false, json: true, encodingHeader: "content-encoding" };
+    case "application/proto":
+      return { enveloped: false, json: false, encodingHeader: "content-encoding" };
+    case "application/connect+json":
+      return { enveloped: true, json: true, encodingHeader: "connect-content-encoding" };
+    case "application/connect+proto":
+      return { enveloped: true, json: false, encodingHeader: "connect-content-encoding" };
+    case "application/grpc":
+    case "application/grpc+proto":
+    case "application/grpc-web":
+    case "application/grpc-web+proto":
+      return { enveloped: true, json: false, encodingHeader: "grpc-encoding" };
+    case "application/grpc+json":
+    case "application/grpc-web+json":
+      return { enveloped: true, json: true, encodingHeader: "grpc-encoding" };
+    default:
+      return undefined;
+  }
+}
+
+/** The request body a checked-out request is given instead: one empty message in its format. */
+function emptyMessage(format: Format): Uint8Array {
+  const payload = format.json ? Buffer.from("{}") : Buffer.alloc(0);
+  if (!format.enveloped) return payload;
+  const envelope = Buffer.alloc(5 + payload.length);
+  envelope.writeUInt32BE(payload.length, 1);
+  payload.copy(envelope, 5);
+  return envelope;
+}
+
+function tooLarge(limit: number): ConnectError {
+  return apiError("payload_too_large", `The request message is larger than ${limit} bytes`, { limit_bytes: String(limit) });
+}
+
+function bodyError(rule: string): ConnectError {
+  return violationsError([{ field: "(body)", description: rule }]);
+}
+
+/**
+ * Reads the body, keeping up to `limit` bytes; undefined when it is longer.
+ * The rest of a longer body is read and dropped (a client still sending gets
+ * its answer once it is done, as most clients expect), within the request
+ * timeout of the listener.
+ */
+async function readUpTo(body: AsyncIterable<Uint8Array>, limit: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size <= limit) chunks.push(Buffer.from(chunk));
+  }
+  return size <= limit ? Buffer.concat(chunks) : undefined;
+}
+
+function decompress(encoding: string, data: Buffer, limit: number): Buffer {
+  const options = { maxOutputLength: limit };
+  return encoding === "gzip" ? zlib.gunzipSync(data, options) : zlib.brotliDecompressSync(data, options);
+}
+
+/**
+ * The snake_case path from `root` to the message type `typeName` (for
+ * example "template" for messaging.v1.SendMessageTemplate inside
+ * SendMessageRequest), breadth first; "" for the root or when not found.
+ */
+function pathToType(root: DescMessage, typeName: string): string {
+  const queue: [DescMessage, string][] = [[root, ""]];
+  const seen = new Set<string>();
+  while (queue.length > 0) {
+    const [desc, path] = queue.shift()!;
+    if (desc.typeName === typeName) return path;
+    if (seen.has(desc.typeName)) continue;
+    seen.add(desc.typeName);
+    for (const field of desc.fields) {
+      const child = field.fieldKind === "message" ? field.message : field.fieldKind === "list" || field.fieldKind === "map" ? (field.message ?? undefined) : undefined;
+      if (child) queue.push([child, path ? `${path}.${field.name}` : field.name]);
+    }
+  }
+  return "";
+}
+
+/** A protobuf-es JSON reading error as a violation naming the field path. */
+function jsonViolation(root: DescMessage, message: string): FieldViolation {
+  const join = (prefix: string, name: string) => (prefix ? `${prefix}.${name}` : name);
+  let m = /^cannot decode field ([\w.]+)\.(\w+) from JSON: (.*)$/s.exec(message);
+  if (m) return { field: join(pathToType(root, m[1]!), m[2]!), description: m[3]! };
+  m = /^cannot decode message ([\w.]+) from JSON: key "(.*)" is unknown$/s.exec(message);
+  if (m) return { field: join(pathToType(root, m[1]!), m[2]!), description: "is not a field of this message" };
+  m = /^cannot decode message ([\w.]+) from JSON: (.*)$/s.exec(message);
+  if (m) return { field: pathToType(root, m[1]!) || "(body)", description: m[2]! };
+  return { field: "(body)", description: message };
+}
+
+/**
+ * Every JSON object key "__proto__" in `value`, as field paths. JSON.parse
+ * keeps such a key as an own property, but protobuf-es assigns map entries
+ * to a plain object, where "__proto__" would set the prototype: the entry
+ * would be lost, or worse. It is refused instead.
+ */
+export function protoKeyPaths(value: unknown, path = ""): string[] {
+  if (value === null || typeof value !== "object") return [];
+  const found: string[] = [];
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+  for (const [key, child] of entries) {
+    const childPath = path ? `${path}.${key}` : key;
+    if (key === "__proto__") found.push(childPath);
+    found.push(...protoKeyPaths(child, childPath));
+  }
+  return found;
+}
+
+/** The violation of each "__proto__" key of a JSON value. */
+export function protoKeyViolations(value: unknown): FieldViolation[] {
+  return protoKeyPaths(value).map((field) => ({ field, description: 'may not be "__proto__"' }));
+}
+
+/** A map entry whose key is "__proto__" in protobuf binary: key field 1, length 9, the text. */
+const BINARY_PROTO_KEY = Buffer.from([0x0a, 0x09, ...Buffer.from("__proto__")]);
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Checks one message's bytes against `desc`; the problem, or undefined when it reads cleanly. */
+function checkMessage(desc: DescMessage, bytes: Buffer, json: boolean): ConnectError | undefined {
+  if (!json) {
+    if (bytes.includes(BINARY_PROTO_KEY)) return bodyError('a map key may not be "__proto__"');
+    try {
+      fromBinary(desc, bytes);
+      return undefined;
+    } catch (err) {
+      // RangeError included: 10,000 nested groups overflow the reader's stack.
+      return bodyError(`must be a valid protobuf encoding of ${desc.typeName}: ${(err as Error).message}`);
+    }
+  }
+  let parsed: JsonValue;
+  try {
+    parsed = JSON.parse(utf8.decode(bytes)) as JsonValue;
+  } catch (err) {
+    return bodyError(err instanceof TypeError ? "must be valid UTF-8" : `must be valid JSON: ${(err as Error).message}`);
+  }
+  const protoKeys = protoKeyViolations(parsed);
+  if (protoKeys.length > 0) return violationsError(protoKeys);
+  try {
+    fromJson(desc, parsed, { ignoreUnknownFields: false });
+    return undefined;
+  } catch (err) {
+    return violationsError([jsonViolation(desc, (err as Error).message)]);
+  }
+}
+
+/** Splits an enveloped body into its one message; a problem when it is not exactly one well-formed envelope. */
+function oneEnvelope(body: Buffer): { flags: number; payload: Buffer } | ConnectError {
+  if (body.length < 5) return bodyError("must hold one message in a 5-byte envelope (flags and length)");
+  const length = body.readUInt32BE(1);
+  if (body.length < 5 + length) return bodyError(`is truncated: the envelope announces ${length} bytes, ${body.length - 5} arrived`);
+  if (body.length > 5 + length) return bodyError("must hold exactly one message");
+  return { flags: body[0]!, payload: body.subarray(5) };
+}
+
+/** The result of readRpcInput: the body to hand to the router, and its header changes. */
+export interface CheckedBody {
+  /** Bytes to give the Connect router as the request body. */
+  body: Uint8Array;
+  /** The problem found, if any (the body is then one empty message). */
+  problem?: ConnectError;
+  /** Header to remove from the request (the body no longer carries that encoding). */
+  dropHeader?: string;
+}
+
+/**
+ * Reads the body of a unary or server-streaming RPC request (at most
+ * `limit` bytes of message, compressed or not) and checks it as `method`'s
+ * input in its wire format: one well-formed envelope where the protocol
+ * envelopes, a compressed flag only with an encoding, valid UTF-8 and JSON,
+ * no unknown JSON field, a valid protobuf encoding, no "__proto__" map key.
+ *
+ * Returns undefined, the body unread, for a Content-Type Connect does not
+ * serve; and the body unchecked for an encoding it does not know: Connect
+ * answers those itself (415 unsupported media type, unimplemented).
+ */
+export async function readRpcInput(
+  method: DescMethod,
+  header: Headers,
+  body: AsyncIterable<Uint8Array>,
+  limit = MAX_MESSAGE_BYTES,
+): Promise<CheckedBody | undefined> {
+  const format = formatOf(header.get("content-type") ?? "");
+  if (!format) return undefined;
+  const encoding = (header.get(format.encodingHeader) ?? "identity").toLowerCase();
+  const known = encoding === "identity" || encoding === "gzip" || encoding === "br";
+  const raw = await readUpTo(body, limit + (format.enveloped ? 5 : 0));
+  const refuse = (problem: ConnectError): CheckedBody => ({ body: emptyMessage(format), problem, dropHeader: format.enveloped ? undefined : format.encodingHeader });
+  if (!raw) return refuse(tooLarge(limit));
+  if (!known) return { body: raw };
+
+  let payload = raw;
+  let compressed = !format.enveloped && encoding !== "identity";
+  if (format.enveloped) {
+    const envelope = oneEnvelope(raw);
+    if (!("payload" in envelope)) return refuse(envelope);
+    if ((envelope.flags & ~1) !== 0) return refuse(bodyError(`envelope flags must be 0 or 1, got ${envelope.flags}`));
+    compressed = (envelope.flags & 1) === 1;
+    if (compressed && encoding === "identity") {
+      return refuse(bodyError(`a compressed message needs a ${format.encodingHeader} header naming its encoding`));
+    }
+    payload = envelope.payload;
+  }
+  if (compressed) {
+    try {
+      payload = decompress(encoding, payload, limit);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      return refuse(code === "ERR_BUFFER_TOO_LARGE" ? tooLarge(limit) : bodyError(`must be valid ${encoding} data: ${(err as Error).message}`));
+    }
+  }
+  const problem = checkMessage(method.input, payload, format.json);
+  return problem ? refuse(problem) : { body: raw };
+}
