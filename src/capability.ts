@@ -1,3 +1,4 @@
+import type { SignInLimits } from "./console/sign-in-limits.js";
 import type { Db, MongoClient } from "mongodb";
 import type { ApiKeyStore } from "./auth/api-key-store.js";
 import type { Admission } from "./auth/admission.js";
@@ -32,6 +33,8 @@ export interface Platform {
   readonly rateLimiter: RateLimiter;
   readonly requestLog: RequestLog;
   readonly consoleUsers: ConsoleUserStore;
+  /** Failed console sign-ins per account and address. */
+  readonly signInLimits: SignInLimits;
   /** Prometheus metrics of this process (GET /metrics on the console port). */
   readonly metrics: Metrics;
 }

@@ -98,6 +98,8 @@ const schema = z.object({
   CONSOLE_ADMIN_EMAIL: z.string().regex(/^[^\s@]+@[^\s@]+$/, "must be an email address").optional(),
   CONSOLE_ADMIN_PASSWORD: z.string().min(12, "must be at least 12 characters").optional(),
   CONSOLE_SESSION_TTL_HOURS: integer(12, 1, 720, "hours"),
+  CONSOLE_SIGN_IN_FAILURES_PER_ACCOUNT: integer(10, 1, 10_000, "failures"),
+  CONSOLE_SIGN_IN_FAILURES_PER_ADDRESS: integer(30, 1, 10_000, "failures"),
   MONGODB_URI: z
     .string()
     .regex(/^mongodb(\+srv)?:\/\//, 'must start with "mongodb://" or "mongodb+srv://"')
@@ -191,6 +193,10 @@ export interface Config {
   consoleAdminPassword: string | undefined;
   /** Lifetime of a console session, in hours. */
   consoleSessionTtlHours: number;
+  /** Failed console sign-ins per account (email or the console token) in 15 minutes before every attempt is refused. */
+  consoleSignInFailuresPerAccount: number;
+  /** Failed console sign-ins per client address in 15 minutes before every attempt is refused. */
+  consoleSignInFailuresPerAddress: number;
   /** MongoDB connection string; undefined starts the embedded database (mongo-java-server). */
   mongodbUri: string | undefined;
   /** Database name. */
@@ -337,6 +343,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     consoleAdminEmail: v.CONSOLE_ADMIN_EMAIL?.toLowerCase(),
     consoleAdminPassword: v.CONSOLE_ADMIN_PASSWORD,
     consoleSessionTtlHours: v.CONSOLE_SESSION_TTL_HOURS,
+    consoleSignInFailuresPerAccount: v.CONSOLE_SIGN_IN_FAILURES_PER_ACCOUNT,
+    consoleSignInFailuresPerAddress: v.CONSOLE_SIGN_IN_FAILURES_PER_ADDRESS,
     mongodbUri: v.MONGODB_URI,
     mongodbDatabase: v.MONGODB_DATABASE,
     role: v.ROLE,

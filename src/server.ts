@@ -13,6 +13,7 @@ import type { Capability, Platform } from "./capability.js";
 import type { Config } from "./config.js";
 import { createAuditLog, type AuditLog } from "./console/audit/audit-log.js";
 import { consoleRefusalInterceptor, createConsoleAdmission } from "./console/console-admission.js";
+import { createSignInLimits } from "./console/sign-in-limits.js";
 import { createConsoleCapability } from "./console/console-capability.js";
 import { createConsoleUserStore } from "./console/users/user-store.js";
 import { createTenancyCapability } from "./console/tenancy-capability.js";
@@ -147,6 +148,8 @@ export async function startService(options: StartOptions): Promise<RunningServic
   };
 
   const consoleUsers = createConsoleUserStore(db, clock);
+  const signInLimits = createSignInLimits(db, clock, { perAccount: config.consoleSignInFailuresPerAccount, perAddress: config.consoleSignInFailuresPerAddress });
+  await signInLimits.ensureIndexes();
   const auditLog = createAuditLog(db, logger);
   const platform: Platform = {
     config,
@@ -162,6 +165,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
     rateLimiter,
     requestLog,
     consoleUsers,
+    signInLimits,
     metrics,
   };
   const capabilities = createCapabilities(platform, auditLog);
@@ -234,7 +238,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
       services: consoleServices,
       httpRoutes: [...capabilities.flatMap((c) => c.consoleHttpRoutes ?? []), metricsRoute(metrics)],
       interceptors: [outcomeInterceptor(logger), auditLog.interceptor, consoleRefusalInterceptor],
-      admit: createConsoleAdmission(config.consoleToken, consoleUsers),
+      admit: createConsoleAdmission(config.consoleToken, consoleUsers, signInLimits),
       onFinished: (state, outcome) =>
         logger.info(
           { requestId: state.requestId, operation: state.operation, status: outcome.httpStatus, errorCode: outcome.errorCode },

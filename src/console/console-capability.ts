@@ -18,8 +18,8 @@ const PRUNE_SESSIONS_JOB = "console.prune-sessions";
  * the audit log, the request-log views and the web console page.
  */
 export function createConsoleCapability(platform: Platform, auditLog: AuditLog): Capability {
-  const { config, consoleUsers, workspaces, rateLimiter, requestLog, clock } = platform;
-  const options = { users: consoleUsers, workspaces, rateLimiter, sessionTtlMs: config.consoleSessionTtlHours * 3_600_000 };
+  const { config, consoleUsers, workspaces, signInLimits, requestLog, clock } = platform;
+  const options = { users: consoleUsers, workspaces, signInLimits, sessionTtlMs: config.consoleSessionTtlHours * 3_600_000 };
   const pruneSessions: JobSpec = {
     name: PRUNE_SESSIONS_JOB,
     concurrency: 1,

@@ -8,8 +8,8 @@ import {
   type SessionService,
 } from "../../../gen/messaging/console/v1/console_users_pb.js";
 import { requestState } from "../../gateway/request-state.js";
-import type { RateLimiter } from "../../ratelimit/rate-limiter.js";
-import { apiError, isDuplicateKeyError, notFound } from "../../shared/errors.js";
+import type { SignInLimits } from "../sign-in-limits.js";
+import { apiError, isDuplicateKeyError, notFound, toConnectError } from "../../shared/errors.js";
 import { charLength, isUuid, Violations } from "../../shared/validation.js";
 import type { WorkspaceStore } from "../../workspaces/workspace-store.js";
 import { requireOperator, requireWorkspaceAccess } from "../console-access.js";
@@ -17,8 +17,6 @@ import { requireWorkspace } from "../workspace-service.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
 import type { ConsoleUserRecord, ConsoleUserStore, Role } from "./user-store.js";
 
-/** Failed sign-ins allowed per email and minute before rate_limited. */
-const LOGIN_ATTEMPTS_PER_MIN = 10;
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
 const roleToProto = (role: Role) => (role === "admin" ? ConsoleRole.ADMIN : ConsoleRole.VIEWER);
@@ -39,7 +37,7 @@ export function consoleUserToProto(record: ConsoleUserRecord): MessageInitShape<
 export interface ConsoleUserServicesOptions {
   users: ConsoleUserStore;
   workspaces: WorkspaceStore;
-  rateLimiter: RateLimiter;
+  signInLimits: SignInLimits;
   /** Session lifetime, in ms. */
   sessionTtlMs: number;
 }
@@ -51,23 +49,26 @@ function sessionTokenOf(context: HandlerContext): string | undefined {
 /**
  * Handlers of messaging.console.v1.SessionService: Login (email and password;
  * the same unauthenticated answer for an unknown email and a wrong
- * password; more than 10 failures per email and minute are rate_limited),
- * Logout and GetCurrentUser.
+ * password; failures counted per email and per address by SignInLimits,
+ * over whose limits every attempt, the right password included, is
+ * rate_limited), Logout and GetCurrentUser.
  */
 export function createSessionService(options: ConsoleUserServicesOptions): Partial<ServiceImpl<typeof SessionService>> {
-  const { users, rateLimiter } = options;
+  const { users, signInLimits } = options;
   return {
-    async login(req) {
+    async login(req, context) {
       const email = req.email.trim().toLowerCase();
+      const state = requestState(context);
+      const subjects = { address: state.clientAddress, account: email };
+      const limited = await signInLimits.check(subjects);
+      if (limited) {
+        state.setHeader("retry-after", limited.details.retry_after_seconds as string);
+        throw toConnectError(limited);
+      }
       const user = await users.findByEmail(email);
       const ok = user !== null && (await verifyPassword(req.password, user.password_hash));
       if (!ok || !user) {
-        const decision = await rateLimiter.consume(`login:${email}`, LOGIN_ATTEMPTS_PER_MIN);
-        if (!decision.allowed) {
-          throw apiError("rate_limited", `Too many failed sign-ins for this email; retry after ${decision.resetSeconds} s`, {
-            retry_after_seconds: String(decision.resetSeconds),
-          });
-        }
+        await signInLimits.recordFailure(subjects);
         throw apiError("unauthenticated", "Wrong email or password");
       }
       const session = await users.openSession(user._id, options.sessionTtlMs);

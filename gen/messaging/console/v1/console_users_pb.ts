@@ -548,8 +548,11 @@ export const ConsoleRoleSchema: GenEnum<ConsoleRole> = /*@__PURE__*/
 export const SessionService: GenService<{
   /**
    * Signs in with email and password; answers a new session. Wrong email or
-   * password: unauthenticated (the same message for both). More than 10
-   * failed attempts for one email within a minute: rate_limited.
+   * password: unauthenticated (the same message for both). From
+   * CONSOLE_SIGN_IN_FAILURES_PER_ACCOUNT (10) failures of the email, or
+   * CONSOLE_SIGN_IN_FAILURES_PER_ADDRESS (30) from the client address, in a
+   * 15-minute window: rate_limited with Retry-After, even with the right
+   * password, until the window ends.
    *
    * @generated from rpc messaging.console.v1.SessionService.Login
    */
