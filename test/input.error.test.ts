@@ -136,6 +136,15 @@ describe("malformed protobuf is INVALID_ARGUMENT on every protocol, never intern
     const badGzip = await h2Grpc(SEND, envelope(Buffer.from("not gzip"), 1), { "grpc-encoding": "gzip" });
     expect(badGzip.status).toBe(grpc.status.INVALID_ARGUMENT);
     expect(badGzip.message).toMatch(/valid gzip/);
+    const zstd = await h2Grpc(SEND, envelope(validSend, 1), { "grpc-encoding": "zstd" });
+    expect(zstd.status).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(zstd.message).toBe('grpc-encoding: must be gzip, br or identity, not "zstd"');
+    const overConnect = await fetch(t.publicUrl + SEND, {
+      method: "POST",
+      headers: { "content-type": "application/proto", "content-encoding": "zstd", authorization: `Bearer ${key}` },
+      body: validSend,
+    });
+    expect(overConnect.status).toBe(400);
   });
 
   it("a well-compressed message is read as before", async () => {

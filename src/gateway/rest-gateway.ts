@@ -147,6 +147,15 @@ async function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
+/**
+ * The URL of a request, its target read as a path even when it starts with
+ * "//" (new URL("//@/x", base) would read an authority there and throw).
+ */
+export function requestUrl(req: NodeRequest): URL {
+  const target = req.url ?? "/";
+  return new URL(`http://localhost${target.startsWith("/") ? target : `/${target}`}`);
+}
+
 function headersOf(req: NodeRequest): Headers {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
@@ -259,7 +268,7 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
   }
 
   async function handle(req: NodeRequest, res: NodeResponse, state: RequestState): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://localhost");
+    const url = requestUrl(req);
     const httpMethod = (req.method ?? "GET").toUpperCase();
     let route: Route | undefined;
     let vars: Map<string, string> | undefined;

@@ -76,6 +76,15 @@ function tooLarge(limit: number): ConnectError {
   return apiError("payload_too_large", `The request message is larger than ${limit} bytes`, { limit_bytes: String(limit) });
 }
 
+/**
+ * An encoding the service does not decode. The protocols suggest
+ * `unimplemented` (HTTP 501 over Connect); it is the client's input, so it
+ * is `invalid_argument` naming the header, as every bad input is.
+ */
+function unknownEncoding(format: Format, encoding: string): ConnectError {
+  return violationsError([{ field: format.encodingHeader, description: `must be gzip, br or identity, not ${JSON.stringify(encoding.slice(0, 40))}` }]);
+}
+
 function bodyError(rule: string): ConnectError {
   return violationsError([{ field: "(body)", description: rule }]);
 }
@@ -217,8 +226,7 @@ export interface CheckedBody {
  * no unknown JSON field, a valid protobuf encoding, no "__proto__" map key.
  *
  * Returns undefined, the body unread, for a Content-Type Connect does not
- * serve; and the body unchecked for an encoding it does not know: Connect
- * answers those itself (415 unsupported media type, unimplemented).
+ * serve (Connect answers 415 unsupported media type).
  */
 export async function readRpcInput(
   method: DescMethod,
@@ -231,30 +239,73 @@ export async function readRpcInput(
   const encoding = (header.get(format.encodingHeader) ?? "identity").toLowerCase();
   const known = encoding === "identity" || encoding === "gzip" || encoding === "br";
   const raw = await readUpTo(body, limit + (format.enveloped ? 5 : 0));
-  const refuse = (problem: ConnectError): CheckedBody => ({ body: emptyMessage(format), problem, dropHeader: format.enveloped ? undefined : format.encodingHeader });
+  // The empty message replacing a refused body is not compressed: Connect must not read an encoding for it.
+  const refuse = (problem: ConnectError): CheckedBody => ({ body: emptyMessage(format), problem, dropHeader: format.encodingHeader });
   if (!raw) return refuse(tooLarge(limit));
-  if (!known) return { body: raw };
+  if (!known) return refuse(unknownEncoding(format, encoding));
 
-  let payload = raw;
-  let compressed = !format.enveloped && encoding !== "identity";
+  let problem: ConnectError | undefined;
   if (format.enveloped) {
     const envelope = oneEnvelope(raw);
-    if (!("payload" in envelope)) return refuse(envelope);
-    if ((envelope.flags & ~1) !== 0) return refuse(bodyError(`envelope flags must be 0 or 1, got ${envelope.flags}`));
-    compressed = (envelope.flags & 1) === 1;
-    if (compressed && encoding === "identity") {
-      return refuse(bodyError(`a compressed message needs a ${format.encodingHeader} header naming its encoding`));
-    }
-    payload = envelope.payload;
+    problem = "payload" in envelope ? checkEnvelope(method, format, encoding, envelope.flags, envelope.payload, limit) : envelope;
+  } else {
+    // Connect unary: no envelope; Content-Encoding compresses the whole body.
+    problem = checkEnvelope(method, format, encoding, encoding === "identity" ? 0 : 1, raw, limit);
   }
-  if (compressed) {
+  return problem ? refuse(problem) : { body: raw };
+}
+
+/** Checks one message with its envelope flags (bit 0: compressed with `encoding`); the problem, or undefined. */
+function checkEnvelope(method: DescMethod, format: Format, encoding: string, flags: number, payload: Buffer, limit: number): ConnectError | undefined {
+  if ((flags & ~1) !== 0) return bodyError(`envelope flags must be 0 or 1, got ${flags}`);
+  if ((flags & 1) === 1) {
+    if (encoding === "identity") return bodyError(`a compressed message needs a ${format.encodingHeader} header naming its encoding`);
     try {
       payload = decompress(encoding, payload, limit);
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      return refuse(code === "ERR_BUFFER_TOO_LARGE" ? tooLarge(limit) : bodyError(`must be valid ${encoding} data: ${(err as Error).message}`));
+      return (err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE" ? tooLarge(limit) : bodyError(`must be valid ${encoding} data: ${(err as Error).message}`);
     }
   }
-  const problem = checkMessage(method.input, payload, format.json);
-  return problem ? refuse(problem) : { body: raw };
+  return checkMessage(method.input, payload, format.json);
+}
+
+/**
+ * The body of a client- or bidirectional-streaming call, checked message by
+ * message as it arrives (the same rules as readRpcInput, each message at
+ * most `limit` bytes). A problem is thrown from the stream as
+ * `invalid_argument` / `payload_too_large`, which the handler answers. A
+ * Content-Type Connect does not serve passes unchecked (Connect answers it).
+ */
+export async function* checkedStream(
+  method: DescMethod,
+  header: Headers,
+  body: AsyncIterable<Uint8Array>,
+  limit = MAX_MESSAGE_BYTES,
+): AsyncGenerator<Uint8Array> {
+  const format = formatOf(header.get("content-type") ?? "");
+  const encoding = (header.get(format?.encodingHeader ?? "") ?? "identity").toLowerCase();
+  if (!format?.enveloped) {
+    yield* body; // Connect answers these itself (415)
+    return;
+  }
+  let pending: Buffer = Buffer.alloc(0);
+  let problem = encoding === "identity" || encoding === "gzip" || encoding === "br" ? undefined : unknownEncoding(format, encoding);
+  for await (const chunk of body) {
+    if (problem) continue; // read to the end, then answer (as readRpcInput does)
+    pending = Buffer.concat([pending, chunk]);
+    while (pending.length >= 5 && !problem) {
+      const length = pending.readUInt32BE(1);
+      if (length > limit) {
+        problem = tooLarge(limit);
+        break;
+      }
+      if (pending.length < 5 + length) break;
+      problem = checkEnvelope(method, format, encoding, pending[0]!, pending.subarray(5, 5 + length), limit);
+      if (problem) break;
+      yield pending.subarray(0, 5 + length);
+      pending = pending.subarray(5 + length);
+    }
+  }
+  if (!problem && pending.length > 0) problem = bodyError(`is truncated: ${pending.length} bytes after the last whole message`);
+  if (problem) throw problem;
 }

@@ -15,7 +15,7 @@ import type { Logger } from "../shared/logger.js";
 import { createPolyglotServer, type ListenerLimits } from "./listener.js";
 import { createRestGateway, writeRestError, type NodeRequest, type NodeResponse, type RestGateway } from "./rest-gateway.js";
 import { requestStateKey, type Protocol, type RequestState } from "./request-state.js";
-import { inputInterceptor, MAX_MESSAGE_BYTES, readRpcInput, rpcInputKey, type RpcInput } from "./rpc-input.js";
+import { checkedStream, inputInterceptor, MAX_MESSAGE_BYTES, readRpcInput, rpcInputKey, type RpcInput } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
 /** How a finished request ended, for the request log. */
@@ -177,8 +177,11 @@ function watchGrpcStatus(res: NodeResponse, onStatus: (status: string) => void):
  * refuses before any handler: never an HTTP error with a JSON body, which a
  * gRPC client cannot read.
  */
-function writeGrpcError(res: NodeResponse, state: RequestState, error: ConnectError): void {
+function writeGrpcError(req: NodeRequest, res: NodeResponse, state: RequestState, error: ConnectError): void {
   state.errorCode = describeError(error).code;
+  // The body is not wanted: read and drop it, so that a client still sending (over HTTP/2,
+  // into a closed stream) is not reset before it reads the status.
+  req.resume();
   const status: Record<string, string> = {};
   setTrailerStatus(new Headers(), error).forEach((value, name) => (status[name] = name === "grpc-message" ? minimalGrpcMessage(value) : value));
   if (state.protocol === "grpc-web") {
@@ -198,6 +201,23 @@ function protocolOf(contentType: string | undefined): Protocol {
   if (type.startsWith("application/grpc-web")) return "grpc-web";
   if (type.startsWith("application/grpc")) return "grpc";
   return "connect";
+}
+
+/** Longest deadline a timer can hold, in ms (2^31 - 1, about 24.8 days). */
+const MAX_DEADLINE_MS = 2 ** 31 - 1;
+const GRPC_TIMEOUT_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+
+/**
+ * Removes a deadline longer than a timer can hold (a `grpc-timeout` of
+ * 99999999H, a huge `connect-timeout-ms`): Node would fire it after 1 ms and
+ * the call would fail at once with deadline_exceeded. Such a deadline means
+ * "no deadline", and is served so.
+ */
+function dropUnboundedDeadlines(header: Headers): void {
+  const grpcTimeout = /^(\d{1,8})([HMSmun])$/.exec(header.get("grpc-timeout") ?? "");
+  if (grpcTimeout && Number(grpcTimeout[1]) * (GRPC_TIMEOUT_UNIT_MS[grpcTimeout[2]!] as number) > MAX_DEADLINE_MS) header.delete("grpc-timeout");
+  const connectTimeout = header.get("connect-timeout-ms");
+  if (connectTimeout !== null && /^\d+$/.test(connectTimeout) && Number(connectTimeout) > MAX_DEADLINE_MS) header.delete("connect-timeout-ms");
 }
 
 /** A Node request handler of Connect RPCs; `contextValues` seeds each call's context. */
@@ -230,8 +250,11 @@ function createConnectHandler(services: readonly ServiceRegistration[], intercep
     }
     const input: RpcInput = {};
     const uReq = universalRequestFromNodeRequest(req, res, undefined, contextValues.set(rpcInputKey, input));
+    dropUnboundedDeadlines(uReq.header);
     const kind = handler.method.methodKind;
-    if (req.method === "POST" && (kind === "unary" || kind === "server_streaming")) {
+    if (req.method === "POST" && (kind === "client_streaming" || kind === "bidi_streaming")) {
+      uReq.body = checkedStream(handler.method, uReq.header, uReq.body as AsyncIterable<Uint8Array>);
+    } else if (req.method === "POST") {
       const checked = await readRpcInput(handler.method, uReq.header, uReq.body as AsyncIterable<Uint8Array>);
       if (checked) {
         input.problem = checked.problem;
@@ -240,6 +263,10 @@ function createConnectHandler(services: readonly ServiceRegistration[], intercep
         uReq.body = (async function* () {
           yield checked.body;
         })();
+      } else {
+        // A content type Connect refuses unread (415): read and drop the body, as over HTTP/2 data
+        // sent into a closed stream counts as a flood and ends the client's connection.
+        req.resume();
       }
     }
     try {
@@ -267,8 +294,8 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
   const openHandler = createConnectHandler(options.openServices ?? [], [], options.logger);
   const connectPaths = new Set<string>();
   for (const { service } of options.services) for (const m of service.methods) connectPaths.add(`/${service.typeName}/${m.name}`);
-  const openPaths = new Set<string>();
-  for (const { service } of options.openServices ?? []) for (const m of service.methods) openPaths.add(`/${service.typeName}/${m.name}`);
+  const openPaths = new Map<string, string>();
+  for (const { service } of options.openServices ?? []) for (const m of service.methods) openPaths.set(`/${service.typeName}/${m.name}`, m.methodKind);
   const gateway = createRestGateway({ services: options.services, interceptors: options.interceptors });
   const httpRoutes = new Map((options.httpRoutes ?? []).map((r) => [`${r.method} ${r.path}`, r]));
 
@@ -276,21 +303,9 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
   let drained: (() => void) | undefined;
   const sockets = new Set<net.Socket>();
 
-  async function onRequest(req: NodeRequest, res: NodeResponse): Promise<void> {
-    const path = (req.url ?? "/").split("?", 1)[0] as string;
-    if (openPaths.has(path)) return openHandler(req, res, createContextValues());
-    if (path === "/healthz" && options.healthy) {
-      const ok = await options.healthy().catch(() => false);
-      res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
-      res.end(JSON.stringify({ status: ok ? "ok" : "unavailable" }));
-      return;
-    }
-
-    inFlight++;
-    const isRpc = connectPaths.has(path);
-    const httpRoute = httpRoutes.get(`${req.method} ${path}`);
-    const grpcStatus: { value?: string } = {};
-    const state: RequestState = {
+  /** What a request of `path` is served as, before admission. */
+  function newState(req: NodeRequest, res: NodeResponse, path: string, isRpc: boolean, httpRoute: HttpRoute | undefined): RequestState {
+    return {
       requestId: newRequestId(),
       receivedAt: new Date(),
       startedAt: process.hrtime.bigint(),
@@ -303,6 +318,45 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         if (!res.headersSent) res.setHeader(name, value);
       },
     };
+  }
+
+  /**
+   * An open service's call (health, reflection), outside admission and the
+   * request log. Only POST is routed; a bidirectional stream (reflection)
+   * needs HTTP/2, and over HTTP/1.1 is refused with invalid_argument rather
+   * than Connect's 505.
+   */
+  async function onOpenRequest(req: NodeRequest, res: NodeResponse, path: string, kind: string): Promise<void> {
+    const method = req.method ?? "GET";
+    const problem =
+      method !== "POST"
+        ? apiError("not_found", `No route for ${method} ${path}; it accepts POST`, { method, path })
+        : kind === "bidi_streaming" && req.httpVersionMajor < 2
+          ? apiError("invalid_argument", `${path} is a bidirectional stream: call it over HTTP/2 (gRPC)`, { path })
+          : undefined;
+    if (!problem) return openHandler(req, res, createContextValues());
+    const state = newState(req, res, path, true, undefined);
+    res.setHeader("request-id", state.requestId);
+    if (state.protocol === "grpc" || state.protocol === "grpc-web") writeGrpcError(req, res, state, problem);
+    else writeRestError(res, state, problem);
+  }
+
+  async function onRequest(req: NodeRequest, res: NodeResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?", 1)[0] as string;
+    const openKind = openPaths.get(path);
+    if (openKind) return onOpenRequest(req, res, path, openKind);
+    if (path === "/healthz" && options.healthy) {
+      const ok = await options.healthy().catch(() => false);
+      res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
+      res.end(JSON.stringify({ status: ok ? "ok" : "unavailable" }));
+      return;
+    }
+
+    inFlight++;
+    const isRpc = connectPaths.has(path);
+    const httpRoute = httpRoutes.get(`${req.method} ${path}`);
+    const grpcStatus: { value?: string } = {};
+    const state = newState(req, res, path, isRpc, httpRoute);
     res.setHeader("request-id", state.requestId);
     if (state.protocol === "grpc") watchGrpcStatus(res, (status) => (grpcStatus.value = status));
     let finished = false;
@@ -333,7 +387,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       if (options.admit) await options.admit(state, req);
       if (!isRpc && /^application\/grpc/.test(req.headers["content-type"] ?? "")) {
         // A gRPC call of a method this port does not serve: the refusal of its key if any, else unimplemented.
-        writeGrpcError(res, state, state.refusal ? toConnectError(state.refusal) : apiError("unimplemented", `The method ${path} does not exist on this service`, { method: path }));
+        writeGrpcError(req, res, state, state.refusal ? toConnectError(state.refusal) : apiError("unimplemented", `The method ${path} does not exist on this service`, { method: path }));
         return;
       }
       if (isRpc) {

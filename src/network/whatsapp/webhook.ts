@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { HttpRoute } from "../../gateway/rpc-server.js";
-import { writeRestError, type NodeRequest, type NodeResponse } from "../../gateway/rest-gateway.js";
+import { requestUrl, writeRestError, type NodeRequest, type NodeResponse } from "../../gateway/rest-gateway.js";
 import { apiError } from "../../shared/errors.js";
 import type { InboundContent, NetworkReport, ReportedStatus, ReportSink } from "../network.js";
 
@@ -144,7 +144,7 @@ export function createWhatsAppWebhookRoutes(options: { appSecret: string; verify
       method: "GET",
       path: WHATSAPP_WEBHOOK_PATH,
       async handler(req, res, state) {
-        const query = new URL(req.url ?? "/", "http://localhost").searchParams;
+        const query = requestUrl(req).searchParams;
         const token = query.get("hub.verify_token") ?? "";
         const tokenOk = token.length === options.verifyToken.length && timingSafeEqual(Buffer.from(token), Buffer.from(options.verifyToken));
         if (query.get("hub.mode") !== "subscribe" || !tokenOk) {
