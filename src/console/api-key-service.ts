@@ -118,6 +118,12 @@ export function createApiKeyService(deps: {
         nextPageToken: page.nextPageToken,
       };
     },
+    async getApiKey(req, context) {
+      const record = isUuid(req.id) ? await keys.get(req.id) : null;
+      if (!record) throw notFound("api_key", req.id);
+      requireWorkspaceAccess(context, record.workspace_id, "read");
+      return { apiKey: apiKeyToProto(record, clock.now()) };
+    },
     async updateApiKey(req, context) {
       const input = req.apiKey;
       const id = input?.id ?? "";

@@ -96,6 +96,12 @@ export function createConsoleSenderService(deps: {
       const page = await senders.list(req.workspaceId, req);
       return { object: "list", data: page.items.map(consoleSenderToProto), total: page.total, nextPageToken: page.nextPageToken };
     },
+    async getSender(req, context) {
+      const record = await senders.get(req.id);
+      if (!record) throw notFound("sender", req.id);
+      requireWorkspaceAccess(context, record.workspace_id, "read");
+      return { sender: consoleSenderToProto(record) };
+    },
     async archiveSender(req, context) {
       const existing = await senders.get(req.id);
       if (!existing) throw notFound("sender", req.id);

@@ -117,6 +117,12 @@ export function createConsoleTemplateService(deps: {
       const page = await templates.list(req.workspaceId, req);
       return { object: "list", data: page.items.map(consoleTemplateToProto), total: page.total, nextPageToken: page.nextPageToken };
     },
+    async getTemplate(req, context) {
+      const record = await templates.get(req.id);
+      if (!record) throw notFound("template", req.id);
+      requireWorkspaceAccess(context, record.workspace_id, "read");
+      return { template: consoleTemplateToProto(record) };
+    },
     async archiveTemplate(req, context) {
       const existing = await templates.get(req.id);
       if (!existing) throw notFound("template", req.id);

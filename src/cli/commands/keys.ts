@@ -54,6 +54,14 @@ export function keyCommands(ctx: CliContext): Command {
       ctx.printList(ListApiKeysResponseSchema, res, columns, !!o.json);
     });
   keys
+    .command("get <id>")
+    .description("show one API key (never its secret), revoked and expired ones included")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      const { apiKey } = await ctx.client(ApiKeyService).getApiKey({ id });
+      ctx.print(ApiKeySchema, apiKey!, columns, !!o.json);
+    });
+  keys
     .command("update <id>")
     .description("change a key's name, IP allow-list or rate budget (takes effect within a second)")
     .option("--name <name>", "new name")

@@ -35,6 +35,14 @@ export function senderCommands(ctx: CliContext): Command {
       ctx.printList(ListSendersResponseSchema, res, columns, !!o.json);
     });
   senders
+    .command("get <id>")
+    .description("show one sender, archived ones included")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      const { sender } = await ctx.client(SenderService).getSender({ id });
+      ctx.print(SenderSchema, sender!, columns, !!o.json);
+    });
+  senders
     .command("archive <id>")
     .description("archive a sender: later sends from it are refused")
     .option("--json", "print JSON")

@@ -64,6 +64,14 @@ export function templateCommands(ctx: CliContext): Command {
       if (res.nextPageToken) ctx.say(`more: --page-token ${res.nextPageToken}`, false);
     });
   templates
+    .command("get <id>")
+    .description("show one template, archived ones included")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      const { template } = await ctx.client(TemplateService).getTemplate({ id });
+      print(template!, !!o.json);
+    });
+  templates
     .command("archive <id>")
     .description("archive a template: later sends with it are refused")
     .option("--json", "print JSON")

@@ -49,6 +49,14 @@ export function userCommands(ctx: CliContext): Command {
       ctx.printList(ListConsoleUsersResponseSchema, res, columns, !!o.json);
     });
   users
+    .command("get <userId>")
+    .description("show one console user with their roles")
+    .option("--json", "print JSON")
+    .action(async (userId: string, o: { json?: boolean }) => {
+      const { user } = await ctx.client(ConsoleUserService).getConsoleUser({ id: userId });
+      print(user!, !!o.json);
+    });
+  users
     .command("grant <userId>")
     .description("give a user a role in a workspace")
     .requiredOption("--role <WORKSPACE_ID:role>", "for example 3f0c…:viewer")

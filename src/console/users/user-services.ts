@@ -130,6 +130,12 @@ export function createConsoleUserService(options: ConsoleUserServicesOptions): P
       const page = await users.list(req);
       return { object: "list", data: page.items.map(consoleUserToProto), total: page.total, nextPageToken: page.nextPageToken };
     },
+    async getConsoleUser(req, context) {
+      requireOperator(context);
+      const record = isUuid(req.id) ? await users.get(req.id) : null;
+      if (!record) throw notFound("console_user", req.id);
+      return { user: consoleUserToProto(record) };
+    },
     async grantRole(req, context) {
       if (req.role === ConsoleRole.UNSPECIFIED) throw apiError("invalid_argument", "role: must be admin or viewer", { field: "role", rule: "must be admin or viewer" });
       await checkRoleChange(context, req.userId, req.workspaceId);

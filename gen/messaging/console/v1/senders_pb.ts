@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file messaging/console/v1/senders.proto.
  */
 export const file_messaging_console_v1_senders: GenFile = /*@__PURE__*/
-  fileDesc("CiJtZXNzYWdpbmcvY29uc29sZS92MS9zZW5kZXJzLnByb3RvEhRtZXNzYWdpbmcuY29uc29sZS52MSK3AgoGU2VuZGVyEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAyABKAkSFAoMcGhvbmVfbnVtYmVyGAQgASgJEgwKBG5hbWUYBSABKAkSMgoGc3RhdHVzGAYgASgOMiIubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyU3RhdHVzEiUKGHdoYXRzYXBwX3Bob25lX251bWJlcl9pZBgHIAEoCUgAiAEBEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2FyY2hpdmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIbChlfd2hhdHNhcHBfcGhvbmVfbnVtYmVyX2lkInEKE0NyZWF0ZVNlbmRlclJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhQKDHBob25lX251bWJlchgCIAEoCRIMCgRuYW1lGAMgASgJEiAKGHdoYXRzYXBwX3Bob25lX251bWJlcl9pZBgEIAEoCSJEChRDcmVhdGVTZW5kZXJSZXNwb25zZRIsCgZzZW5kZXIYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5TZW5kZXIiUQoSTGlzdFNlbmRlcnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSKSAQoTTGlzdFNlbmRlcnNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSKgoEZGF0YRgCIAMoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlchINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIiIKFEFyY2hpdmVTZW5kZXJSZXF1ZXN0EgoKAmlkGAEgASgJIkUKFUFyY2hpdmVTZW5kZXJSZXNwb25zZRIsCgZzZW5kZXIYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5TZW5kZXIqYwoMU2VuZGVyU3RhdHVzEh0KGVNFTkRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRTRU5ERVJfU1RBVFVTX0FDVElWRRABEhoKFlNFTkRFUl9TVEFUVVNfQVJDSElWRUQQAjL1AwoNU2VuZGVyU2VydmljZRKnAQoMQ3JlYXRlU2VuZGVyEikubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlYXRlU2VuZGVyUmVxdWVzdBoqLm1lc3NhZ2luZy5jb25zb2xlLnYxLkNyZWF0ZVNlbmRlclJlc3BvbnNlIkCC0+STAjo6ASpiBnNlbmRlciItL2NvbnNvbGUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9zZW5kZXJzEpkBCgtMaXN0U2VuZGVycxIoLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3RTZW5kZXJzUmVxdWVzdBopLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3RTZW5kZXJzUmVzcG9uc2UiNYLT5JMCLxItL2NvbnNvbGUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9zZW5kZXJzEp0BCg1BcmNoaXZlU2VuZGVyEioubWVzc2FnaW5nLmNvbnNvbGUudjEuQXJjaGl2ZVNlbmRlclJlcXVlc3QaKy5tZXNzYWdpbmcuY29uc29sZS52MS5BcmNoaXZlU2VuZGVyUmVzcG9uc2UiM4LT5JMCLToBKmIGc2VuZGVyIiAvY29uc29sZS92MS9zZW5kZXJzL3tpZH06YXJjaGl2ZWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("CiJtZXNzYWdpbmcvY29uc29sZS92MS9zZW5kZXJzLnByb3RvEhRtZXNzYWdpbmcuY29uc29sZS52MSK3AgoGU2VuZGVyEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAyABKAkSFAoMcGhvbmVfbnVtYmVyGAQgASgJEgwKBG5hbWUYBSABKAkSMgoGc3RhdHVzGAYgASgOMiIubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyU3RhdHVzEiUKGHdoYXRzYXBwX3Bob25lX251bWJlcl9pZBgHIAEoCUgAiAEBEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2FyY2hpdmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIbChlfd2hhdHNhcHBfcGhvbmVfbnVtYmVyX2lkInEKE0NyZWF0ZVNlbmRlclJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhQKDHBob25lX251bWJlchgCIAEoCRIMCgRuYW1lGAMgASgJEiAKGHdoYXRzYXBwX3Bob25lX251bWJlcl9pZBgEIAEoCSJEChRDcmVhdGVTZW5kZXJSZXNwb25zZRIsCgZzZW5kZXIYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5TZW5kZXIiUQoSTGlzdFNlbmRlcnNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSKSAQoTTGlzdFNlbmRlcnNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSKgoEZGF0YRgCIAMoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlchINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIiIKFEFyY2hpdmVTZW5kZXJSZXF1ZXN0EgoKAmlkGAEgASgJIkUKFUFyY2hpdmVTZW5kZXJSZXNwb25zZRIsCgZzZW5kZXIYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5TZW5kZXIiHgoQR2V0U2VuZGVyUmVxdWVzdBIKCgJpZBgBIAEoCSJBChFHZXRTZW5kZXJSZXNwb25zZRIsCgZzZW5kZXIYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5TZW5kZXIqYwoMU2VuZGVyU3RhdHVzEh0KGVNFTkRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRTRU5ERVJfU1RBVFVTX0FDVElWRRABEhoKFlNFTkRFUl9TVEFUVVNfQVJDSElWRUQQAjL+BAoNU2VuZGVyU2VydmljZRKnAQoMQ3JlYXRlU2VuZGVyEikubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlYXRlU2VuZGVyUmVxdWVzdBoqLm1lc3NhZ2luZy5jb25zb2xlLnYxLkNyZWF0ZVNlbmRlclJlc3BvbnNlIkCC0+STAjo6ASpiBnNlbmRlciItL2NvbnNvbGUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9zZW5kZXJzEpkBCgtMaXN0U2VuZGVycxIoLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3RTZW5kZXJzUmVxdWVzdBopLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3RTZW5kZXJzUmVzcG9uc2UiNYLT5JMCLxItL2NvbnNvbGUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9zZW5kZXJzEoYBCglHZXRTZW5kZXISJi5tZXNzYWdpbmcuY29uc29sZS52MS5HZXRTZW5kZXJSZXF1ZXN0GicubWVzc2FnaW5nLmNvbnNvbGUudjEuR2V0U2VuZGVyUmVzcG9uc2UiKILT5JMCImIGc2VuZGVyEhgvY29uc29sZS92MS9zZW5kZXJzL3tpZH0SnQEKDUFyY2hpdmVTZW5kZXISKi5tZXNzYWdpbmcuY29uc29sZS52MS5BcmNoaXZlU2VuZGVyUmVxdWVzdBorLm1lc3NhZ2luZy5jb25zb2xlLnYxLkFyY2hpdmVTZW5kZXJSZXNwb25zZSIzgtPkkwItOgEqYgZzZW5kZXIiIC9jb25zb2xlL3YxL3NlbmRlcnMve2lkfTphcmNoaXZlYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * A sender as the console sees it.
@@ -278,6 +278,48 @@ export const ArchiveSenderResponseSchema: GenMessage<ArchiveSenderResponse> = /*
   messageDesc(file_messaging_console_v1_senders, 6);
 
 /**
+ * Request of GetSender.
+ *
+ * @generated from message messaging.console.v1.GetSenderRequest
+ */
+export type GetSenderRequest = Message<"messaging.console.v1.GetSenderRequest"> & {
+  /**
+   * Sender identifier. Shape: snd_<uuid>.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message messaging.console.v1.GetSenderRequest.
+ * Use `create(GetSenderRequestSchema)` to create a new message.
+ */
+export const GetSenderRequestSchema: GenMessage<GetSenderRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_senders, 7);
+
+/**
+ * Response of GetSender: over REST the sender itself.
+ *
+ * @generated from message messaging.console.v1.GetSenderResponse
+ */
+export type GetSenderResponse = Message<"messaging.console.v1.GetSenderResponse"> & {
+  /**
+   * The sender.
+   *
+   * @generated from field: messaging.console.v1.Sender sender = 1;
+   */
+  sender?: Sender | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.GetSenderResponse.
+ * Use `create(GetSenderResponseSchema)` to create a new message.
+ */
+export const GetSenderResponseSchema: GenMessage<GetSenderResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_senders, 8);
+
+/**
  * Lifecycle of a sender. In JSON: "active", "archived".
  *
  * @generated from enum messaging.console.v1.SenderStatus
@@ -338,6 +380,16 @@ export const SenderService: GenService<{
     methodKind: "unary";
     input: typeof ListSendersRequestSchema;
     output: typeof ListSendersResponseSchema;
+  },
+  /**
+   * One sender (AIP-131), archived ones included.
+   *
+   * @generated from rpc messaging.console.v1.SenderService.GetSender
+   */
+  getSender: {
+    methodKind: "unary";
+    input: typeof GetSenderRequestSchema;
+    output: typeof GetSenderResponseSchema;
   },
   /**
    * Archives a sender: later sends from it are refused with invalid_argument;
