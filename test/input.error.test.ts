@@ -281,6 +281,14 @@ describe("slow, silent, half-closing and CONNECT clients get an answer", () => {
     expect(text).toContain('"code":"not_found"');
   });
 
+  it("an HTTP/1.0 RPC without a Host header is answered, not failed", async () => {
+    const { text } = await rawExchange((socket) =>
+      socket.write(`POST ${SEND} HTTP/1.0\r\ncontent-type: application/json\r\nauthorization: Bearer ${key}\r\ncontent-length: 2\r\n\r\n{}`),
+    );
+    expect(text).toMatch(/^HTTP\/1\.[01] 400 /);
+    expect(text).toContain('"code":"invalid_argument"');
+  });
+
   it("a request head over 16 KiB: 431", async () => {
     const { text } = await rawExchange((socket) => socket.write(`GET /v1/me HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(17 * 1024)}\r\n\r\n`));
     expect(text).toMatch(/^HTTP\/1\.1 431 /);

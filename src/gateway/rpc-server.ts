@@ -248,6 +248,8 @@ function createConnectHandler(services: readonly ServiceRegistration[], intercep
       res.end();
       return;
     }
+    // HTTP/1.0 may omit Host; Connect builds the request URL from it (and throws without one).
+    if (req.headers.host === undefined && !("authority" in req)) req.headers.host = "localhost";
     const input: RpcInput = {};
     const uReq = universalRequestFromNodeRequest(req, res, undefined, contextValues.set(rpcInputKey, input));
     dropUnboundedDeadlines(uReq.header);
