@@ -45,11 +45,15 @@ interface PolyglotInternals {
  *
  * The two Node internals touched (the inner server's "listening" event and
  * `httpAllowHalfOpen`) are used here only.
+ *
+ * Returns the server and the set of its open sockets (closed ones leave it),
+ * which a graceful shutdown destroys once requests in flight are done.
  */
 export function createPolyglotServer(
   limits: ListenerLimits,
   onRequest: (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void,
-): net.Server {
+): { server: net.Server; sockets: ReadonlySet<net.Socket> } {
+  const sockets = new Set<net.Socket>();
   const server = httpolyglot.createServer(
     {
       http: {
@@ -74,11 +78,15 @@ export function createPolyglotServer(
   });
   server.on("connection", function (this: unknown, socket: net.Socket) {
     if (this !== server) return;
+    sockets.add(socket);
     const silent = setTimeout(() => {
       if (socket.bytesRead === 0) socket.destroy();
     }, limits.headersTimeoutMs);
     silent.unref();
-    socket.once("close", () => clearTimeout(silent));
+    socket.once("close", () => {
+      clearTimeout(silent);
+      sockets.delete(socket);
+    });
   });
   h1.on("connect", (req: http.IncomingMessage, socket: net.Socket) => {
     const body = JSON.stringify({
@@ -88,5 +96,5 @@ export function createPolyglotServer(
       `HTTP/1.1 404 Not Found\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
   });
-  return server;
+  return { server, sockets };
 }

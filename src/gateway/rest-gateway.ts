@@ -27,7 +27,7 @@ import { apiError, describeError, errorTable, invalidArgument, violationsError, 
 import { compilePathTemplate, type PathTemplate } from "./path-template.js";
 import { requestStateKey, type RequestState } from "./request-state.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
-import { MAX_MESSAGE_BYTES, protoKeyViolations } from "./rpc-input.js";
+import { MAX_MESSAGE_BYTES, protoKeyViolations, readUpTo } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
 /** A request and response of either node:http or node:http2 (compatibility API). */
@@ -135,14 +135,9 @@ function addQuery(target: JsonObject, desc: DescMessage, key: string, value: str
  * @throws ConnectError payload_too_large when the body is longer than `limit`.
  */
 async function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size <= limit) chunks.push(chunk);
-  }
-  if (size > limit) throw apiError("payload_too_large", `The request body is larger than ${limit} bytes`, { limit_bytes: String(limit) });
-  return Buffer.concat(chunks);
+  const body = await readUpTo(req as AsyncIterable<Buffer>, limit);
+  if (!body) throw apiError("payload_too_large", `The request body is larger than ${limit} bytes`, { limit_bytes: String(limit) });
+  return body;
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });

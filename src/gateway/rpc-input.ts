@@ -90,20 +90,23 @@ function bodyError(rule: string): ConnectError {
 }
 
 /**
- * Reads the body, keeping up to `limit` bytes; undefined when it is longer.
- * The rest of a longer body is read and dropped (a client still sending gets
- * its answer once it is done, as most clients expect), within the request
- * timeout of the listener.
+ * Reads a request body (REST or RPC), keeping up to `limit` bytes; undefined
+ * when it is longer. The rest of a longer body is read and dropped (a client
+ * still sending gets its answer once it is done, as most clients expect),
+ * within the request timeout of the listener.
  */
-async function readUpTo(body: AsyncIterable<Uint8Array>, limit: number): Promise<Buffer | undefined> {
+export async function readUpTo(body: AsyncIterable<Uint8Array>, limit: number): Promise<Buffer | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     size += chunk.length;
-    if (size <= limit) chunks.push(Buffer.from(chunk));
+    if (size <= limit) chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)); // a view, not a copy
   }
   return size <= limit ? Buffer.concat(chunks) : undefined;
 }
+
+/** Encodings of request messages the service decodes. */
+const KNOWN_ENCODINGS: ReadonlySet<string> = new Set(["identity", "gzip", "br"]);
 
 function decompress(encoding: string, data: Buffer, limit: number): Buffer {
   const options = { maxOutputLength: limit };
@@ -237,12 +240,11 @@ export async function readRpcInput(
   const format = formatOf(header.get("content-type") ?? "");
   if (!format) return undefined;
   const encoding = (header.get(format.encodingHeader) ?? "identity").toLowerCase();
-  const known = encoding === "identity" || encoding === "gzip" || encoding === "br";
   const raw = await readUpTo(body, limit + (format.enveloped ? 5 : 0));
   // The empty message replacing a refused body is not compressed: Connect must not read an encoding for it.
   const refuse = (problem: ConnectError): CheckedBody => ({ body: emptyMessage(format), problem, dropHeader: format.encodingHeader });
   if (!raw) return refuse(tooLarge(limit));
-  if (!known) return refuse(unknownEncoding(format, encoding));
+  if (!KNOWN_ENCODINGS.has(encoding)) return refuse(unknownEncoding(format, encoding));
 
   let problem: ConnectError | undefined;
   if (format.enveloped) {
@@ -289,7 +291,7 @@ export async function* checkedStream(
     return;
   }
   let pending: Buffer = Buffer.alloc(0);
-  let problem = encoding === "identity" || encoding === "gzip" || encoding === "br" ? undefined : unknownEncoding(format, encoding);
+  let problem = KNOWN_ENCODINGS.has(encoding) ? undefined : unknownEncoding(format, encoding);
   for await (const chunk of body) {
     if (problem) continue; // read to the end, then answer (as readRpcInput does)
     pending = Buffer.concat([pending, chunk]);

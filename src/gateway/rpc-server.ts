@@ -303,7 +303,6 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
 
   let inFlight = 0;
   let drained: (() => void) | undefined;
-  const sockets = new Set<net.Socket>();
 
   /** What a request of `path` is served as, before admission. */
   function newState(req: NodeRequest, res: NodeResponse, path: string, isRpc: boolean, httpRoute: HttpRoute | undefined): RequestState {
@@ -404,12 +403,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
     }
   }
 
-  const server = createPolyglotServer(options.limits, (req, res) => void onRequest(req as NodeRequest, res as NodeResponse));
-  server.on("connection", function (this: unknown, socket: net.Socket) {
-    if (this !== server) return; // httpolyglot repeats it on its inner servers
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
-  });
+  const { server, sockets } = createPolyglotServer(options.limits, (req, res) => void onRequest(req as NodeRequest, res as NodeResponse));
 
   return {
     gateway,
