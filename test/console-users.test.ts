@@ -3,7 +3,7 @@ import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { ApiKeyService } from "../gen/messaging/console/v1/api_keys_pb.js";
 import { AuditLogService } from "../gen/messaging/console/v1/audit_log_pb.js";
-import { ConsoleRole, ConsoleUserService, SessionService } from "../gen/messaging/console/v1/console_users_pb.js";
+import { ConsoleRole, ConsoleUserService } from "../gen/messaging/console/v1/console_users_pb.js";
 import { DeliveryService } from "../gen/messaging/console/v1/deliveries_pb.js";
 import { WebhookEndpointService } from "../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";

@@ -106,7 +106,7 @@ describe("refusals", () => {
   it("bad filters are invalid_argument naming each field", async () => {
     const res = await get("/v1/flow_responses?flow_id=abc&received_after=2026-01-02T00:00:00Z&received_before=2026-01-01T00:00:00Z&page_size=-1");
     expect(res.status).toBe(400);
-    expect(res.json.error.details.field_violations.map((v: { field: string }) => v.field)).toEqual(["flow_id", "received_before"]);
+    expect(res.json.error.details.field_violations.map((v: { field: string }) => v.field)).toEqual(["page_size", "flow_id", "received_before"]);
     expect((await get("/v1/flow_responses?page_token=garbage")).json.error.details.field).toBe("page_token");
     expect((await get("/v1/flow_responses?received_after=yesterday")).status).toBe(400);
   });

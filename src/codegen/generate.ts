@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { projectRoot } from "../shared/project-root.js";
 import { writeSignatureVectors } from "./signature-vectors.js";
-import { ensureGoTools, ensurePythonVenv, mustRun } from "./toolchain.js";
+import { ensureGoTools, ensureProtovalidateProto, ensurePythonVenv, mustRun } from "./toolchain.js";
 
 /*
  * `npm run generate`: everything generated from the protos, in order.
@@ -41,6 +41,7 @@ require (
 `;
 
 async function generateTypeScript(): Promise<void> {
+  await ensureProtovalidateProto();
   await mustRun("npx", ["buf", "generate"]);
 }
 
@@ -64,7 +65,8 @@ async function generatePython(): Promise<void> {
     const files = (await readdir(path.join(projectRoot, "proto", "messaging", "v1")))
       .filter((f) => f.endsWith(".proto"))
       .sort()
-      .map((f) => `messaging/v1/${f}`);
+      .map((f) => `messaging/v1/${f}`)
+      .concat("buf/validate/validate.proto"); // imported by the field rules
     await mustRun(python, [
       "-m",
       "grpc_tools.protoc",

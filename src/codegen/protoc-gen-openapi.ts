@@ -41,6 +41,8 @@ const plugin: Plugin = {
   run(request) {
     const registry = createFileRegistry(create(FileDescriptorSetSchema, { file: request.protoFile }));
     const services = request.fileToGenerate.flatMap((name) => registry.getFile(name)?.services ?? []);
+    // The template's other input (protovalidate's buf/validate, for gen/go) has no services: nothing to write.
+    if (services.length === 0) return create(CodeGeneratorResponseSchema, { supportedFeatures: BigInt(CodeGeneratorResponse_Feature.PROTO3_OPTIONAL) });
     const describe: DescribeFn = (desc) => clean(getComments(desc).leading);
     const envelope = (typeName: string): DescMessage => {
       const desc = registry.getMessage(typeName);

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { access, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { access, copyFile, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { projectRoot } from "../shared/project-root.js";
 
@@ -14,7 +14,11 @@ import { projectRoot } from "../shared/project-root.js";
  * - a Python virtual environment (.cache/python/venv-<hash>) with the pinned
  *   packages of python-requirements.txt from PyPI: grpcio-tools, whose
  *   bundled protoc writes gen/python, and the runtime the Python client
- *   checks import.
+ *   checks import;
+ * - the protos the contract imports beyond node_modules: protovalidate's
+ *   buf/validate/validate.proto, from its Go module through the Go module
+ *   proxy (checked against sum.golang.org), into .cache/proto/protovalidate
+ *   (a buf module in buf.yaml).
  */
 
 /** Go plugins buf runs for gen/go, by `go install` package path and exact version. */
@@ -114,6 +118,35 @@ export async function ensureGoTools(): Promise<void> {
     await mustRun("go", ["install", pkg], { env: { ...process.env, GOBIN: GO_TOOLS_BIN } });
   }
   await writeFile(stamp, wanted);
+}
+
+/**
+ * protovalidate's module and exact version: its buf/validate/validate.proto
+ * defines the `(buf.validate.field)` rules of our protos. The version matches
+ * the rules that @bufbuild/protovalidate (package.json) enforces.
+ */
+export const PROTOVALIDATE_MODULE = "github.com/bufbuild/protovalidate@v1.2.2";
+
+/** Folder of the fetched protovalidate protos (buf.yaml names it as a module). */
+export const PROTOVALIDATE_PROTO_DIR = path.join(projectRoot, ".cache", "proto", "protovalidate");
+
+/**
+ * Copies buf/validate/validate.proto of PROTOVALIDATE_MODULE into
+ * PROTOVALIDATE_PROTO_DIR unless the version recorded there already matches.
+ * `go mod download` fetches the module through the Go module proxy and checks
+ * its hash against the checksum database.
+ *
+ * @throws Error when Go is missing or the download fails.
+ */
+export async function ensureProtovalidateProto(): Promise<void> {
+  const stamp = path.join(PROTOVALIDATE_PROTO_DIR, "version.txt");
+  if ((await readFile(stamp, "utf8").catch(() => "")) === PROTOVALIDATE_MODULE) return;
+  const { Dir } = JSON.parse(await mustRun("go", ["mod", "download", "-json", PROTOVALIDATE_MODULE])) as { Dir: string };
+  const target = path.join(PROTOVALIDATE_PROTO_DIR, "buf", "validate");
+  await mkdir(target, { recursive: true });
+  await rm(path.join(target, "validate.proto"), { force: true }); // the module cache's copies are read-only
+  await copyFile(path.join(Dir, "proto", "protovalidate", "buf", "validate", "validate.proto"), path.join(target, "validate.proto"));
+  await writeFile(stamp, PROTOVALIDATE_MODULE);
 }
 
 /**

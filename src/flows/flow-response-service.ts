@@ -6,7 +6,6 @@ import { HttpBodySchema, type HttpBody } from "../../gen/google/api/httpbody_pb.
 import type { FlowResponseService } from "../../gen/messaging/v1/flow_responses_pb.js";
 import { principalOf } from "../gateway/request-state.js";
 import { apiError, notFound } from "../shared/errors.js";
-import { Violations } from "../shared/validation.js";
 import type { FlowFileStore } from "./flow-files.js";
 import { flowResponseToProto } from "./flow-proto.js";
 import type { FlowResponseStore } from "./flow-response-store.js";
@@ -24,10 +23,6 @@ export function createFlowResponseService(deps: { responses: FlowResponseStore; 
       const { workspaceId } = principalOf(context);
       const receivedAfter = req.receivedAfter ? timestampDate(req.receivedAfter) : undefined;
       const receivedBefore = req.receivedBefore ? timestampDate(req.receivedBefore) : undefined;
-      new Violations()
-        .addIf(req.flowId !== "" && !/^\d{1,30}$/.test(req.flowId), "flow_id", "must be 1 to 30 digits")
-        .addIf(!!receivedAfter && !!receivedBefore && receivedAfter >= receivedBefore, "received_before", "must be later than received_after")
-        .check();
       const page = await responses.list(
         workspaceId,
         { flowId: req.flowId, flowToken: req.flowToken, messageId: req.messageId, receivedAfter, receivedBefore },

@@ -27,7 +27,7 @@ import { apiError, describeError, errorTable, invalidArgument, violationsError, 
 import { compilePathTemplate, type PathTemplate } from "./path-template.js";
 import { requestStateKey, type RequestState } from "./request-state.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
-import { MAX_MESSAGE_BYTES, protoKeyViolations, readUpTo } from "./rpc-input.js";
+import { MAX_MESSAGE_BYTES, protoKeyViolations, readUpTo, rpcInputKey } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
 /** A request and response of either node:http or node:http2 (compatibility API). */
@@ -308,20 +308,19 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
 
     try {
       let input: Message;
-      let inputError: ConnectError | undefined;
       try {
         const body = found.body !== "" ? await readBody(req, maxBodyBytes) : Buffer.alloc(0);
         input = buildInput(found, vars, url, body);
       } catch (err) {
-        // The input is checked after admission and scope, in the chain's centre,
-        // so that a caller without a valid key learns that first.
-        inputError = err instanceof ConnectError ? err : apiError("invalid_argument", String(err));
+        // The problem is answered by inputInterceptor, after admission and scope,
+        // so that a caller without a valid key learns that first (as over RPC).
+        const problem = err instanceof ConnectError ? err : apiError("invalid_argument", String(err));
+        context.values.set(rpcInputKey, { problem });
         input = create(found.method.input);
       }
       const streaming = found.method.methodKind === "server_streaming";
       const common = { service: found.service, method: found.method as never, header: context.responseHeader, trailer: context.responseTrailer };
       const invoke = chain(options.interceptors, async (r) => {
-        if (inputError) throw inputError;
         const output = await found.handler(r.message as Message, context);
         if (streaming) return { ...common, stream: true, message: output as AsyncIterable<Message> } as never;
         const message = isMessage(output, found.method.output) ? output : create(found.method.output, output as never);

@@ -15,6 +15,7 @@ import type { Logger } from "../shared/logger.js";
 import { createPolyglotServer, type ListenerLimits } from "./listener.js";
 import { createRestGateway, writeRestError, type NodeRequest, type NodeResponse, type RestGateway } from "./rest-gateway.js";
 import { requestStateKey, type Protocol, type RequestState } from "./request-state.js";
+import { validationInterceptor } from "./validation.js";
 import { checkedStream, inputInterceptor, MAX_MESSAGE_BYTES, readRpcInput, rpcInputKey, type RpcInput } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
@@ -48,7 +49,11 @@ export interface RpcServerOptions {
   openServices?: readonly ServiceRegistration[];
   /** Plain HTTP endpoints, outside admission. */
   httpRoutes?: readonly HttpRoute[];
-  /** Interceptors run for every RPC, REST included. */
+  /**
+   * Interceptors run for every RPC, REST included, outermost first; the
+   * server adds the input checks and validationInterceptor (the rules of
+   * the contract) after them.
+   */
   interceptors: readonly Interceptor[];
   /**
    * Admission, run for every request before routing, whatever the protocol:
@@ -228,12 +233,13 @@ type ConnectHandler = (req: NodeRequest, res: NodeResponse, contextValues: Conte
  * connect-node's adapter: the same universal request and response, with the
  * body of unary and server-streaming calls read and checked first by
  * readRpcInput (a problem reaches the handler's caller through
- * inputInterceptor, innermost of `interceptors`). Messages are limited to
+ * inputInterceptor, after `interceptors`), then checked against the rules
+ * of the contract (validationInterceptor, innermost). Messages are limited to
  * MAX_MESSAGE_BYTES; unknown JSON fields are refused, as on REST.
  */
 function createConnectHandler(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[], logger: Logger): ConnectHandler {
   const router = createConnectRouter({
-    interceptors: [...interceptors, inputInterceptor],
+    interceptors: [...interceptors, inputInterceptor, validationInterceptor],
     jsonOptions: { useProtoFieldName: true, ignoreUnknownFields: false },
     readMaxBytes: MAX_MESSAGE_BYTES,
     acceptCompression: [compressionGzip, compressionBrotli],
@@ -298,7 +304,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
   for (const { service } of options.services) for (const m of service.methods) connectPaths.add(`/${service.typeName}/${m.name}`);
   const openPaths = new Map<string, string>();
   for (const { service } of options.openServices ?? []) for (const m of service.methods) openPaths.set(`/${service.typeName}/${m.name}`, m.methodKind);
-  const gateway = createRestGateway({ services: options.services, interceptors: options.interceptors });
+  const gateway = createRestGateway({ services: options.services, interceptors: [...options.interceptors, inputInterceptor, validationInterceptor] });
   const httpRoutes = new Map((options.httpRoutes ?? []).map((r) => [`${r.method} ${r.path}`, r]));
 
   let inFlight = 0;

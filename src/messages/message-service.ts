@@ -9,19 +9,14 @@ import { apiError, notFound } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
 import { charLength, Violations } from "../shared/validation.js";
-import { MAX_BODY_CHARS, MAX_VARIABLE_VALUE_CHARS, renderBody } from "../templates/template-body.js";
+import { MAX_BODY_CHARS, renderBody } from "../templates/template-body.js";
 import type { TemplateRecord, TemplateStore } from "../templates/template-store.js";
 import { fingerprintOf, IDEMPOTENCY_KEY_RULE, isValidIdempotencyKey, type IdempotencyStore } from "./idempotency.js";
 import { messageToProto, statusFromProto } from "./message-proto.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Dispatcher } from "./dispatch.js";
 import type { MessageRecord, MessageStore } from "./message-store.js";
-import { isPhoneNumber, PHONE_NUMBER_RULE } from "./phone-number.js";
 
-const SENDER_ID = /^snd_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const TEMPLATE_ID = /^tpl_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-/** Largest flow token, in characters. */
-export const MAX_FLOW_TOKEN_CHARS = 200;
 
 /** What the message service needs. */
 export interface MessageServiceDeps {
@@ -42,42 +37,22 @@ export interface MessageServiceDeps {
   metrics: Pick<Metrics, "messagesAccepted">;
 }
 
-/** The rules of the send payload that need no database: every broken one is reported. */
-function checkShape(req: SendMessageRequest, v: Violations): void {
-  v.addIf(!isPhoneNumber(req.to), "to", PHONE_NUMBER_RULE);
-  v.addIf(!SENDER_ID.test(req.sender), "sender", "must be a sender id such as snd_<uuid> (see GET /v1/senders)");
-  const template = req.template;
-  if (!template) {
-    v.add("template", "is required: {\"id\": \"tpl_…\", \"variables\": {…}}");
-    return;
-  }
-  v.addIf(!TEMPLATE_ID.test(template.id), "template.id", "must be a template id such as tpl_<uuid> (see GET /v1/templates)");
-  for (const [name, value] of Object.entries(template.variables)) {
-    const field = `template.variables.${name}`;
-    v.addIf(charLength(value) > MAX_VARIABLE_VALUE_CHARS, field, `must be at most ${MAX_VARIABLE_VALUE_CHARS} characters`);
-    // WhatsApp refuses template parameters with new lines, tabs or more than four spaces in a row.
-    v.addIf(/[\n\r\t]| {5,}/.test(value), field, "must not contain new lines, tabs or more than four spaces in a row");
-  }
-  const token = template.flow?.token ?? "";
-  v.addIf(token !== "" && !/^[\x20-\x7e]+$/.test(token), "template.flow.token", "must be printable ASCII");
-  v.addIf(charLength(token) > MAX_FLOW_TOKEN_CHARS, "template.flow.token", `must be at most ${MAX_FLOW_TOKEN_CHARS} characters`);
-}
-
-/** The rules that need the sender and template of the workspace. */
+/**
+ * The rules of a send that need the sender and template of the workspace,
+ * checked after the contract's (messages.proto: the shapes of to, sender,
+ * template.id, the variable values and the flow token).
+ */
 function checkAgainst(
   req: SendMessageRequest,
-  sender: SenderRecord | null | undefined,
-  template: TemplateRecord | null | undefined,
+  sender: SenderRecord | null,
+  template: TemplateRecord | null,
   deps: MessageServiceDeps,
   v: Violations,
 ): void {
-  if (sender === undefined) {
-    // malformed id: already reported
-  } else if (!sender) v.add("sender", "no sender with this id in the workspace (see GET /v1/senders)");
+  if (!sender) v.add("sender", "no sender with this id in the workspace (see GET /v1/senders)");
   else if (sender.status !== "active") v.add("sender", "is archived; send from an active sender");
   else v.addIf(deps.requirePhoneNumberId && !sender.whatsapp_phone_number_id, "sender", "has no WhatsApp phone number ID; set one in the console");
   const given = req.template?.variables ?? {};
-  if (template === undefined) return;
   if (!template) {
     v.add("template.id", "no template with this id in the workspace (see GET /v1/templates)");
     return;
@@ -118,17 +93,10 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
       const idempotencyKey = context.requestHeader.get("idempotency-key");
       const v = new Violations();
       v.addIf(idempotencyKey !== null && !isValidIdempotencyKey(idempotencyKey), "Idempotency-Key", IDEMPOTENCY_KEY_RULE);
-      checkShape(req, v);
-      // Rules that need the database are checked too (for well-formed ids), so every violation is named at once.
-      const senderShaped = SENDER_ID.test(req.sender);
-      const templateShaped = TEMPLATE_ID.test(req.template?.id ?? "");
-      const [senderRecord, templateRecord] = await Promise.all([
-        senderShaped ? senders.get(req.sender) : null,
-        templateShaped ? templates.get(req.template?.id as string) : null,
-      ]);
+      const [senderRecord, templateRecord] = await Promise.all([senders.get(req.sender), templates.get(req.template?.id ?? "")]);
       const sender = senderRecord?.workspace_id === workspaceId ? senderRecord : null;
       const template = templateRecord?.workspace_id === workspaceId ? templateRecord : null;
-      checkAgainst(req, senderShaped ? sender : undefined, templateShaped ? template : undefined, deps, v);
+      checkAgainst(req, sender, template, deps, v);
       v.check();
       if (!sender || !template || !req.template) throw new Error("unreachable: checked above");
 
@@ -211,8 +179,6 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
       return { message: messageToProto(record) };
     },
     async listMessages(req, context) {
-      const v = new Violations().addIf(req.to !== "" && !isPhoneNumber(req.to), "to", PHONE_NUMBER_RULE);
-      v.check();
       const page = await messages.listForKey(principalOf(context).apiKeyId, { status: statusFromProto(req.status), to: req.to || undefined }, req);
       return { object: "list", data: page.items.map(messageToProto), total: page.total, nextPageToken: page.nextPageToken };
     },

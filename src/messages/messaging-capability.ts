@@ -38,7 +38,7 @@ export const MESSAGES_SWEEP_JOB = "messages.sweep";
  * and the network.
  */
 export function createMessagingCapabilities(platform: Platform): Capability[] {
-  const { db, clock, logger, config, scheduler, events } = platform;
+  const { db, clock, logger, config, events } = platform;
   const senders = createSenderStore(db, clock);
   const templates = createTemplateStore(db, clock);
   const credits = createCreditStore(db, clock);

@@ -3,7 +3,7 @@ import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { toBinary, create } from "@bufbuild/protobuf";
 import { Pool } from "undici";
-import { AccountService, GetMeRequestSchema } from "../../gen/messaging/v1/account_pb.js";
+import { GetMeRequestSchema } from "../../gen/messaging/v1/account_pb.js";
 import { ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";

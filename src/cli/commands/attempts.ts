@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { DeliveryAttemptSchema, ListDeliveryAttemptsResponseSchema, DeliveryService } from "../../../gen/messaging/console/v1/deliveries_pb.js";
+import { ListDeliveryAttemptsResponseSchema, DeliveryService } from "../../../gen/messaging/console/v1/deliveries_pb.js";
 import { wholeNumber, type CliContext } from "../context.js";
 
 /** Columns of an attempt in tables. */

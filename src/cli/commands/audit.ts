@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { AuditEntrySchema, ListAuditEntriesResponseSchema, AuditLogService } from "../../../gen/messaging/console/v1/audit_log_pb.js";
+import { ListAuditEntriesResponseSchema, AuditLogService } from "../../../gen/messaging/console/v1/audit_log_pb.js";
 import { wholeNumber, type CliContext } from "../context.js";
 
 /** `msgsvc audit list`: the console's audit log, newest first. */

@@ -13,6 +13,7 @@ import (
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
+	_ "messaging-service/gen/go/buf/validate"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -598,7 +599,7 @@ var File_messaging_v1_flow_responses_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_flow_responses_proto_rawDesc = "" +
 	"\n" +
-	"!messaging/v1/flow_responses.proto\x12\fmessaging.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xd7\x03\n" +
+	"!messaging/v1/flow_responses.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xd7\x03\n" +
 	"\fFlowResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06object\x18\x02 \x01(\tR\x06object\x12\x1d\n" +
@@ -631,18 +632,19 @@ const file_messaging_v1_flow_responses_proto_rawDesc = "" +
 	"\x06sha256\x18\a \x01(\tH\x02R\x06sha256\x88\x01\x01B\r\n" +
 	"\v_size_bytesB\b\n" +
 	"\x06_errorB\t\n" +
-	"\a_sha256\"\xb5\x02\n" +
-	"\x18ListFlowResponsesRequest\x12\x1b\n" +
-	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\a_sha256\"\x86\x04\n" +
+	"\x18ListFlowResponsesRequest\x12$\n" +
+	"\tpage_size\x18\x01 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x17\n" +
-	"\aflow_id\x18\x03 \x01(\tR\x06flowId\x12\x1d\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12%\n" +
+	"\aflow_id\x18\x03 \x01(\tB\f\xbaH\t\xd8\x01\x01r\x04\xf0\xb5\x18\x01R\x06flowId\x12\x1d\n" +
 	"\n" +
 	"flow_token\x18\x04 \x01(\tR\tflowToken\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x05 \x01(\tR\tmessageId\x12A\n" +
 	"\x0ereceived_after\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rreceivedAfter\x12C\n" +
-	"\x0freceived_before\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0ereceivedBefore\"\xba\x01\n" +
+	"\x0freceived_before\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0ereceivedBefore:\xb7\x01\xbaH\xb3\x01\x1a\xb0\x01\n" +
+	"$received_before.after_received_after\x12!must be later than received_after\x1ae!has(this.received_after) || !has(this.received_before) || this.received_before > this.received_after\"\xba\x01\n" +
 	"\x19ListFlowResponsesResponse\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12.\n" +
 	"\x04data\x18\x02 \x03(\v2\x1a.messaging.v1.FlowResponseR\x04data\x12\x14\n" +
@@ -713,6 +715,7 @@ func file_messaging_v1_flow_responses_proto_init() {
 	if File_messaging_v1_flow_responses_proto != nil {
 		return
 	}
+	file_messaging_v1_field_rules_proto_init()
 	file_messaging_v1_options_proto_init()
 	file_messaging_v1_flow_responses_proto_msgTypes[0].OneofWrappers = []any{}
 	file_messaging_v1_flow_responses_proto_msgTypes[1].OneofWrappers = []any{}

@@ -11,6 +11,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
+	_ "messaging-service/gen/go/buf/validate"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -94,7 +95,8 @@ type SendMessageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Recipient number: digits only with country code, 8 to 15 digits.
 	To string `protobuf:"bytes,1,opt,name=to,proto3" json:"to,omitempty"`
-	// Sender to send from. Shape: snd_<uuid>; active and of the workspace.
+	// Sender to send from. Shape: snd_<uuid>; active and of the workspace
+	// (with NETWORK=whatsapp: one with a WhatsApp phone number ID).
 	Sender string `protobuf:"bytes,2,opt,name=sender,proto3" json:"sender,omitempty"`
 	// The template and the values of its variables.
 	Template      *SendMessageTemplate `protobuf:"bytes,3,opt,name=template,proto3" json:"template,omitempty"`
@@ -159,9 +161,9 @@ type SendMessageTemplate struct {
 	// Template to send. Shape: tpl_<uuid>; active and of the workspace.
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// Value of each variable the template needs, by variable name: every
-	// required variable, no unknown one; each value at most 1024 characters,
-	// without new lines, tabs or more than four spaces in a row; the rendered
-	// body at most 1024 characters.
+	// required variable present and non-empty, no unknown one; the rendered
+	// body at most 1024 characters. Each value at most 1024 characters, without
+	// new lines, tabs or more than four spaces in a row (WhatsApp's rule).
 	Variables map[string]string `protobuf:"bytes,2,rep,name=variables,proto3" json:"variables,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Form (flow) parameters; only for a template that carries a flow.
 	Flow          *SendMessageTemplateFlow `protobuf:"bytes,3,opt,name=flow,proto3" json:"flow,omitempty"`
@@ -784,32 +786,32 @@ var File_messaging_v1_messages_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\n" +
-	"\x1bmessaging/v1/messages.proto\x12\fmessaging.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"{\n" +
-	"\x12SendMessageRequest\x12\x0e\n" +
-	"\x02to\x18\x01 \x01(\tR\x02to\x12\x16\n" +
-	"\x06sender\x18\x02 \x01(\tR\x06sender\x12=\n" +
-	"\btemplate\x18\x03 \x01(\v2!.messaging.v1.SendMessageTemplateR\btemplate\"\xee\x01\n" +
-	"\x13SendMessageTemplate\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12N\n" +
-	"\tvariables\x18\x02 \x03(\v20.messaging.v1.SendMessageTemplate.VariablesEntryR\tvariables\x129\n" +
+	"\x1bmessaging/v1/messages.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\x9c\x01\n" +
+	"\x12SendMessageRequest\x12\x19\n" +
+	"\x02to\x18\x01 \x01(\tB\t\xbaH\x06r\x04е\x18\x01R\x02to\x12$\n" +
+	"\x06sender\x18\x02 \x01(\tB\f\xbaH\tr\aڵ\x18\x03sndR\x06sender\x12E\n" +
+	"\btemplate\x18\x03 \x01(\v2!.messaging.v1.SendMessageTemplateB\x06\xbaH\x03\xc8\x01\x01R\btemplate\"\x8f\x02\n" +
+	"\x13SendMessageTemplate\x12\x1c\n" +
+	"\x02id\x18\x01 \x01(\tB\f\xbaH\tr\aڵ\x18\x03tplR\x02id\x12a\n" +
+	"\tvariables\x18\x02 \x03(\v20.messaging.v1.SendMessageTemplate.VariablesEntryB\x11\xbaH\x0e\x9a\x01\v*\tr\a\xf8\xb5\x18\x01\x18\x80\bR\tvariables\x129\n" +
 	"\x04flow\x18\x03 \x01(\v2%.messaging.v1.SendMessageTemplateFlowR\x04flow\x1a<\n" +
 	"\x0eVariablesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"/\n" +
-	"\x17SendMessageTemplateFlow\x12\x14\n" +
-	"\x05token\x18\x01 \x01(\tR\x05token\"F\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"=\n" +
+	"\x17SendMessageTemplateFlow\x12\"\n" +
+	"\x05token\x18\x01 \x01(\tB\f\xbaH\tr\a\xe8\xb5\x18\x01\x18\xc8\x01R\x05token\"F\n" +
 	"\x13SendMessageResponse\x12/\n" +
 	"\amessage\x18\x01 \x01(\v2\x15.messaging.v1.MessageR\amessage\"#\n" +
 	"\x11GetMessageRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"E\n" +
 	"\x12GetMessageResponse\x12/\n" +
-	"\amessage\x18\x01 \x01(\v2\x15.messaging.v1.MessageR\amessage\"\x96\x01\n" +
-	"\x13ListMessagesRequest\x12\x1b\n" +
-	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\amessage\x18\x01 \x01(\v2\x15.messaging.v1.MessageR\amessage\"\xad\x01\n" +
+	"\x13ListMessagesRequest\x12$\n" +
+	"\tpage_size\x18\x01 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x123\n" +
-	"\x06status\x18\x03 \x01(\x0e2\x1b.messaging.v1.MessageStatusR\x06status\x12\x0e\n" +
-	"\x02to\x18\x04 \x01(\tR\x02to\"\xb0\x01\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x1b.messaging.v1.MessageStatusR\x06status\x12\x1c\n" +
+	"\x02to\x18\x04 \x01(\tB\f\xbaH\t\xd8\x01\x01r\x04е\x18\x01R\x02to\"\xb0\x01\n" +
 	"\x14ListMessagesResponse\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12)\n" +
 	"\x04data\x18\x02 \x03(\v2\x15.messaging.v1.MessageR\x04data\x12\x14\n" +
@@ -918,6 +920,7 @@ func file_messaging_v1_messages_proto_init() {
 	if File_messaging_v1_messages_proto != nil {
 		return
 	}
+	file_messaging_v1_field_rules_proto_init()
 	file_messaging_v1_options_proto_init()
 	file_messaging_v1_messages_proto_msgTypes[7].OneofWrappers = []any{}
 	file_messaging_v1_messages_proto_msgTypes[8].OneofWrappers = []any{}

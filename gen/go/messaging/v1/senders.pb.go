@@ -11,6 +11,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
+	_ "messaging-service/gen/go/buf/validate"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -300,7 +301,7 @@ var File_messaging_v1_senders_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_senders_proto_rawDesc = "" +
 	"\n" +
-	"\x1amessaging/v1/senders.proto\x12\fmessaging.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xd6\x01\n" +
+	"\x1amessaging/v1/senders.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xd6\x01\n" +
 	"\x06Sender\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06object\x18\x02 \x01(\tR\x06object\x12!\n" +
@@ -308,9 +309,9 @@ const file_messaging_v1_senders_proto_rawDesc = "" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x122\n" +
 	"\x06status\x18\x05 \x01(\x0e2\x1a.messaging.v1.SenderStatusR\x06status\x129\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"P\n" +
-	"\x12ListSendersRequest\x12\x1b\n" +
-	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"Y\n" +
+	"\x12ListSendersRequest\x12$\n" +
+	"\tpage_size\x18\x01 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"\xae\x01\n" +
 	"\x13ListSendersResponse\x12\x16\n" +

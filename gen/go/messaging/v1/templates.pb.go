@@ -11,6 +11,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
+	_ "messaging-service/gen/go/buf/validate"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -436,7 +437,7 @@ var File_messaging_v1_templates_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_templates_proto_rawDesc = "" +
 	"\n" +
-	"\x1cmessaging/v1/templates.proto\x12\fmessaging.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xd5\x02\n" +
+	"\x1cmessaging/v1/templates.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xd5\x02\n" +
 	"\bTemplate\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06object\x18\x02 \x01(\tR\x06object\x12\x12\n" +
@@ -453,9 +454,9 @@ const file_messaging_v1_templates_proto_rawDesc = "" +
 	"\brequired\x18\x02 \x01(\bR\brequired\x12\x18\n" +
 	"\aexample\x18\x03 \x01(\tR\aexample\"'\n" +
 	"\fTemplateFlow\x12\x17\n" +
-	"\aflow_id\x18\x01 \x01(\tR\x06flowId\"R\n" +
-	"\x14ListTemplatesRequest\x12\x1b\n" +
-	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\aflow_id\x18\x01 \x01(\tR\x06flowId\"[\n" +
+	"\x14ListTemplatesRequest\x12$\n" +
+	"\tpage_size\x18\x01 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"\xb2\x01\n" +
 	"\x15ListTemplatesResponse\x12\x16\n" +

@@ -20,7 +20,8 @@ class SendMessageRequest:
 
     Attributes:
         to (None | str | Unset): Recipient number: digits only with country code, 8 to 15 digits.
-        sender (None | str | Unset): Sender to send from. Shape: snd_<uuid>; active and of the workspace.
+        sender (None | str | Unset): Sender to send from. Shape: snd_<uuid>; active and of the workspace
+            (with NETWORK=whatsapp: one with a WhatsApp phone number ID).
         template (None | SendMessageTemplate | Unset): The template and the values of its variables.
     """
 

@@ -23,9 +23,9 @@ class SendMessageTemplate:
         id (None | str | Unset): Template to send. Shape: tpl_<uuid>; active and of the workspace.
         variables (SendMessageTemplateVariables | Unset): Value of each variable the template needs, by variable name:
             every
-            required variable, no unknown one; each value at most 1024 characters,
-            without new lines, tabs or more than four spaces in a row; the rendered
-            body at most 1024 characters.
+            required variable present and non-empty, no unknown one; the rendered
+            body at most 1024 characters. Each value at most 1024 characters, without
+            new lines, tabs or more than four spaces in a row (WhatsApp's rule).
         flow (None | SendMessageTemplateFlow | Unset): Form (flow) parameters; only for a template that carries a flow.
     """
 

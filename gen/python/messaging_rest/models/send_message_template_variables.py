@@ -12,9 +12,9 @@ T = TypeVar("T", bound="SendMessageTemplateVariables")
 @_attrs_define
 class SendMessageTemplateVariables:
     """Value of each variable the template needs, by variable name: every
-    required variable, no unknown one; each value at most 1024 characters,
-    without new lines, tabs or more than four spaces in a row; the rendered
-    body at most 1024 characters.
+    required variable present and non-empty, no unknown one; the rendered
+    body at most 1024 characters. Each value at most 1024 characters, without
+    new lines, tabs or more than four spaces in a row (WhatsApp's rule).
 
     """
 

@@ -1,0 +1,74 @@
+import { createRegistry, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import type { Path } from "@bufbuild/protobuf/reflect";
+import { createValidator, type Violation } from "@bufbuild/protovalidate";
+import type { Interceptor } from "@connectrpc/connect";
+import { file_messaging_v1_field_rules } from "../../gen/messaging/v1/field_rules_pb.js";
+import { violationsError, type FieldViolation } from "../shared/errors.js";
+
+/*
+ * The input rules of the contract: protovalidate's `(buf.validate.field)` and
+ * `(buf.validate.message)` annotations in proto/, with the shared predefined
+ * rules of messaging/v1/field_rules.proto, enforced here for every protocol
+ * (REST through the gateway, Connect, gRPC and gRPC-Web through the router).
+ * Rules that need the database (a sender of this workspace, the variables of a
+ * template) stay in the services, checked after these.
+ */
+
+const validator = createValidator({ registry: createRegistry(file_messaging_v1_field_rules) });
+
+/**
+ * A request field as errors name it: snake_case proto names joined by ".",
+ * list items as `[i]`, map entries as `.key` (`template.variables.name`,
+ * `files[0].field`); `(body)` for a rule of the whole message.
+ */
+export function fieldPathOf(path: Path): string {
+  let out = "";
+  for (const item of path) {
+    if (item.kind === "list_sub") out += `[${item.index}]`;
+    else if (item.kind === "map_sub") out += `.${String(item.key)}`;
+    else out += (out === "" ? "" : ".") + item.name;
+  }
+  return out || "(body)";
+}
+
+/**
+ * The rule a violation broke, worded as the service's other errors are
+ * ("must be at most 200 characters"): protovalidate's message without its
+ * leading "value" / "value length".
+ */
+function ruleText(violation: Violation): string {
+  return violation.message.replace(/^value (length )?(?=must|is )/, "");
+}
+
+/**
+ * The violations of `message` against the rules of `schema`, every one of
+ * them (empty when it is valid).
+ *
+ * @throws Error when the rules themselves cannot be evaluated (a mistake in
+ *   the protos, answered as `internal`).
+ */
+export function contractViolations<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): FieldViolation[] {
+  const result = validator.validate(schema, message);
+  if (result.kind === "valid") return [];
+  if (result.kind === "error") throw result.error;
+  return result.error.violations.map((v) => {
+    // A rule of the message (a CEL rule comparing two fields) names the field in its id: "received_before.after_received_after".
+    const field = v.field.length > 0 ? fieldPathOf(v.field) : v.ruleId.split(".", 1)[0] || "(body)";
+    return { field: v.forKey ? `${field} (key)` : field, description: ruleText(v) };
+  });
+}
+
+/**
+ * Innermost interceptor of both APIs: refuses a unary or server-streaming
+ * request that breaks a rule of the contract with one `invalid_argument`
+ * listing every violation (field path and rule), before the handler runs.
+ * Client-streamed messages (the flow file upload) are checked by their
+ * handler: their rules depend on the position in the stream.
+ */
+export const validationInterceptor: Interceptor = (next) => async (req) => {
+  if (!req.stream) {
+    const violations = contractViolations(req.method.input, req.message);
+    if (violations.length > 0) throw violationsError(violations);
+  }
+  return next(req);
+};
