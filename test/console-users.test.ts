@@ -172,7 +172,7 @@ describe("webhook endpoints and deliveries by role", () => {
     const delivery = await eventually(async () => (await as(DeliveryService, viewer).listDeliveries({ endpointId: id })).data[0]);
     for (const change of [
       () => endpoints.createWebhookEndpoint({ workspaceId: workspaceA, name: "x", url: "https://hooks.example.com/x", events: ["message.read"] }),
-      () => endpoints.updateWebhookEndpoint({ id, name: "renamed" }),
+      () => endpoints.updateWebhookEndpoint({ webhookEndpoint: { id, name: "renamed" }, updateMask: { paths: ["name"] } }),
       () => endpoints.disableWebhookEndpoint({ id, reason: "no" }),
       () => endpoints.enableWebhookEndpoint({ id }),
       () => endpoints.deleteWebhookEndpoint({ id }),

@@ -1,11 +1,7 @@
 import ipaddr from "ipaddr.js";
-import type { FieldViolation } from "../shared/errors.js";
 
 /** A parsed allow-list entry: an address range (a single address is a /32 or /128). */
 export type IpRange = [ipaddr.IPv4 | ipaddr.IPv6, number];
-
-/** Most entries one key's allow-list may hold. */
-export const MAX_ALLOW_LIST_ENTRIES = 100;
 
 function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
   if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text);
@@ -28,27 +24,6 @@ export function parseIpRange(entry: string): IpRange | undefined {
   if (!/^\d{1,3}$/.test(bitsText)) return undefined;
   const bits = Number(bitsText);
   return bits <= max ? [address, bits] : undefined;
-}
-
-/**
- * Checks an allow-list given at key creation: at most 100 entries, each an
- * address or CIDR range. Returns one violation per bad entry, naming it as
- * `ip_allow_list[i]`.
- */
-export function validateAllowList(entries: readonly string[]): FieldViolation[] {
-  const violations: FieldViolation[] = [];
-  if (entries.length > MAX_ALLOW_LIST_ENTRIES) {
-    violations.push({ field: "ip_allow_list", description: `must have at most ${MAX_ALLOW_LIST_ENTRIES} entries` });
-  }
-  entries.forEach((entry, i) => {
-    if (!parseIpRange(entry)) {
-      violations.push({
-        field: `ip_allow_list[${i}]`,
-        description: `must be an IPv4 or IPv6 address or CIDR range, such as 203.0.113.0/24 (got ${JSON.stringify(entry)})`,
-      });
-    }
-  });
-  return violations;
 }
 
 /**

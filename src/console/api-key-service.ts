@@ -1,21 +1,19 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { ApiKeyStatus, type ApiKeySchema, type ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
+import { ApiKeySchema, ApiKeyStatus, type ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
 import type { Admission } from "../auth/admission.js";
 import type { ApiKeyRecord, ApiKeyStore } from "../auth/api-key-store.js";
-import { validateAllowList } from "../auth/ip-allow-list.js";
-import { isScope, SCOPES } from "../auth/scopes.js";
 import type { Clock } from "../shared/clock.js";
-import { apiError, notFound } from "../shared/errors.js";
+import { apiError, notFound, violationsError } from "../shared/errors.js";
 import { requireWorkspaceAccess } from "./console-access.js";
-import { charLength, isUuid, Violations } from "../shared/validation.js";
+import { readUpdate } from "../gateway/validation.js";
+import { isUuid } from "../shared/validation.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
 import { requireWorkspace } from "./workspace-service.js";
 
-/** Default and largest per-key budgets (spec §Limits). */
+/** Default per-key budget (spec §Limits); the largest, 100, is a rule of api_keys.proto. */
 export const DEFAULT_RATE_LIMIT_PER_MIN = 30;
-export const MAX_RATE_LIMIT_PER_MIN = 100;
 
 /** The console form of a key record: never the secret, nor its hash. */
 export function apiKeyToProto(record: ApiKeyRecord, now: Date): MessageInitShape<typeof ApiKeySchema> {
@@ -44,24 +42,8 @@ export function apiKeyToProto(record: ApiKeyRecord, now: Date): MessageInitShape
   };
 }
 
-/** Longest overlap of a rolled secret with its successor, in ms (as Stripe allows: 7 days). */
-export const MAX_ROLL_OVERLAP_MS = 7 * 86_400_000;
-
 /** Fields UpdateApiKey may change (its update_mask paths). */
 const UPDATABLE = ["name", "ip_allow_list", "rate_limit_per_min"] as const;
-
-function checkName(violations: Violations, name: string): void {
-  violations.addIf(name === "" || charLength(name) > 200, "name", "must be 1 to 200 characters");
-}
-
-function checkRateLimit(violations: Violations, value: number, zeroMeansDefault: boolean): void {
-  const min = zeroMeansDefault ? 0 : 1;
-  violations.addIf(
-    value < min || value > MAX_RATE_LIMIT_PER_MIN,
-    "rate_limit_per_min",
-    `must be from 1 to ${MAX_RATE_LIMIT_PER_MIN} requests per minute${zeroMeansDefault ? ` (0 means the default of ${DEFAULT_RATE_LIMIT_PER_MIN})` : ""}`,
-  );
-}
 
 /**
  * Handlers of messaging.console.v1.ApiKeyService (spec §Authentication):
@@ -83,17 +65,7 @@ export function createApiKeyService(deps: {
     async createApiKey(req, context) {
       const now = clock.now();
       const name = req.name.trim();
-      const violations = new Violations();
-      checkName(violations, name);
-      checkRateLimit(violations, req.rateLimitPerMin, true);
-      req.scopes.forEach((scope, i) => {
-        violations.addIf(!isScope(scope), `scopes[${i}]`, `must be one of ${SCOPES.join(", ")} (got ${JSON.stringify(scope)})`);
-      });
-      violations.addIf(new Set(req.scopes).size !== req.scopes.length, "scopes", "must not repeat a scope");
       const expiresAt = req.expiresAt ? timestampDate(req.expiresAt) : null;
-      violations.addIf(expiresAt !== null && expiresAt.getTime() <= now.getTime(), "expires_at", "must be in the future");
-      violations.addAll(validateAllowList(req.ipAllowList));
-      violations.check();
       await requireWorkspace(workspaces, req.workspaceId);
       requireWorkspaceAccess(context, req.workspaceId, "write");
       const { record, secret } = await keys.create({
@@ -130,20 +102,12 @@ export function createApiKeyService(deps: {
       const existing = isUuid(id) ? await keys.get(id) : null;
       if (!existing || !input) throw notFound("api_key", id);
       requireWorkspaceAccess(context, existing.workspace_id, "write");
-      const implied = UPDATABLE.filter((f) =>
-        f === "name" ? input.name !== "" : f === "ip_allow_list" ? input.ipAllowList.length > 0 : input.rateLimitPerMin !== 0,
-      );
-      const paths = req.updateMask?.paths.length ? req.updateMask.paths : implied;
-      const violations = new Violations();
-      paths.forEach((path, i) => {
-        violations.addIf(!(UPDATABLE as readonly string[]).includes(path), `update_mask[${i}]`, `must be one of ${UPDATABLE.join(", ")} (got ${JSON.stringify(path)})`);
-      });
-      violations.addIf(paths.length === 0, "update_mask", `names no field to change (${UPDATABLE.join(", ")})`);
+      const { paths, violations } = readUpdate({ field: "api_key", schema: ApiKeySchema, resource: input, mask: req.updateMask, updatable: UPDATABLE });
+      if (violations.length > 0) throw violationsError(violations);
       const changes: Parameters<ApiKeyStore["update"]>[1] = {};
-      if (paths.includes("name")) checkName(violations, (changes.name = input.name.trim()));
-      if (paths.includes("rate_limit_per_min")) checkRateLimit(violations, (changes.rate_limit_per_min = input.rateLimitPerMin), false);
-      if (paths.includes("ip_allow_list")) violations.addAll(validateAllowList((changes.ip_allow_list = input.ipAllowList)));
-      violations.check();
+      if (paths.includes("name")) changes.name = input.name.trim();
+      if (paths.includes("rate_limit_per_min")) changes.rate_limit_per_min = input.rateLimitPerMin;
+      if (paths.includes("ip_allow_list")) changes.ip_allow_list = input.ipAllowList;
       const record = await keys.update(id, changes);
       if (!record) throw notFound("api_key", id);
       deps.admission?.forget(record.secret_hash);
@@ -165,9 +129,6 @@ export function createApiKeyService(deps: {
       requireWorkspaceAccess(context, existing.workspace_id, "write");
       const now = clock.now();
       const until = req.previousSecretExpiresAt ? timestampDate(req.previousSecretExpiresAt) : null;
-      new Violations()
-        .addIf(until !== null && until.getTime() > now.getTime() + MAX_ROLL_OVERLAP_MS, "previous_secret_expires_at", "must be at most 7 days from now")
-        .check();
       if (existing.revoked_at) throw apiError("failed_precondition", "A revoked key cannot be rolled", { api_key_id: existing._id });
       if (existing.expires_at && existing.expires_at.getTime() <= now.getTime()) {
         throw apiError("failed_precondition", "An expired key cannot be rolled", { api_key_id: existing._id });

@@ -8,7 +8,7 @@ import {
 } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { notFound } from "../shared/errors.js";
 import { requireOperator, requireWorkspaceAccess } from "./console-access.js";
-import { charLength, isUuid, Violations } from "../shared/validation.js";
+import { isUuid } from "../shared/validation.js";
 import type { WorkspaceRecord, WorkspaceStore } from "../workspaces/workspace-store.js";
 
 /** The console form of a workspace record. */
@@ -50,11 +50,6 @@ export function createWorkspaceService(workspaces: WorkspaceStore): Partial<Serv
     async createWorkspace(req, context) {
       requireOperator(context);
       const name = req.name.trim();
-      new Violations()
-        .addIf(name === "" || charLength(name) > 200, "name", "must be 1 to 200 characters")
-        .addIf(req.credits < 0n, "credits", "must not be negative")
-        .addIf(req.credits > BigInt(Number.MAX_SAFE_INTEGER), "credits", `must be at most ${Number.MAX_SAFE_INTEGER}`)
-        .check();
       const record = await workspaces.create({ name, credits: Number(req.credits) });
       return { workspace: workspaceToProto(record) };
     },

@@ -1,20 +1,16 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { SimulatorService, UploadSimulatorMediaRequest } from "../../gen/messaging/console/v1/simulator_pb.js";
+import { UploadSimulatorMediaRequestSchema, type SimulatorService, type UploadSimulatorMediaRequest } from "../../gen/messaging/console/v1/simulator_pb.js";
 import { requireWorkspaceAccess } from "../console/console-access.js";
 import type { MessageRecord, MessageStore } from "../messages/message-store.js";
 import { MAX_SIMULATOR_MEDIA_BYTES, SimulatorMediaTooLargeError } from "../network/simulator-media.js";
 import type { Simulator } from "../network/simulator.js";
 import { apiError, invalidArgument, notFound } from "../shared/errors.js";
-import { charLength, Violations } from "../shared/validation.js";
+import { contractViolations } from "../gateway/validation.js";
+import { Violations } from "../shared/validation.js";
 import type { FlowResponseStore } from "./flow-response-store.js";
 import { mimeTypeOf } from "./submission.js";
 
-/** Most files of one submission (WhatsApp Flows: at most 10 files in a response message). */
-export const MAX_SUBMISSION_FILES = 10;
-
-const FIELD = /^[A-Za-z0-9_]{1,80}$/;
-const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/;
 
 /**
  * The flows part of messaging.console.v1.SimulatorService (README §Forms):
@@ -45,11 +41,11 @@ export function createFlowSimulatorService(deps: {
       const first = await iterator.next();
       if (first.done) throw invalidArgument("message_id", "is required in the first request");
       const head: UploadSimulatorMediaRequest = first.value;
+      // A client stream passes the validation interceptor unchecked: its first message carries the file's metadata.
       new Violations()
         .addIf(head.messageId === "", "message_id", "is required in the first request")
-        .addIf(charLength(head.fileName) < 1 || charLength(head.fileName) > 255, "file_name", "must be 1 to 255 characters")
-        .addIf(/[/\\\u0000-\u001f\u007f]/.test(head.fileName), "file_name", "must not contain /, \\ or control characters")
-        .addIf(head.mimeType !== "" && !MEDIA_TYPE.test(head.mimeType.toLowerCase()), "mime_type", 'must be a media type such as "image/jpeg", or empty')
+        .addIf(head.fileName === "", "file_name", "is required in the first request")
+        .addAll(contractViolations(UploadSimulatorMediaRequestSchema, head))
         .check();
       const { message, simulator: sim } = await formMessage(head.messageId, context);
       async function* data(): AsyncIterable<Uint8Array> {
@@ -73,15 +69,9 @@ export function createFlowSimulatorService(deps: {
     async simulateFlowResponse(req, context) {
       const response: JsonObject = req.response ?? {};
       const fields = new Set(req.files.map((f) => f.field));
-      const v = new Violations()
-        .addIf(req.files.length > MAX_SUBMISSION_FILES, "files", `must have at most ${MAX_SUBMISSION_FILES} items`)
-        .addIf("flow_token" in response, "response.flow_token", "is not a form field; set flow_token instead")
-        .addIf(req.flowToken !== "" && !/^[\x20-\x7e]{1,200}$/.test(req.flowToken), "flow_token", "must be 1 to 200 printable ASCII characters, or empty");
-      req.files.forEach((f, i) => {
-        v.addIf(!FIELD.test(f.field), `files[${i}].field`, "must be 1 to 80 letters, digits or _");
-        v.addIf(f.field in response, `files[${i}].field`, "is also a key of response");
-        v.addIf(f.mediaId === "", `files[${i}].media_id`, "is required");
-      });
+      // The number of files, the token's and each file's shape are rules of the contract (simulator.proto).
+      const v = new Violations().addIf("flow_token" in response, "response.flow_token", "is not a form field; set flow_token instead");
+      req.files.forEach((f, i) => v.addIf(f.field in response, `files[${i}].field`, "is also a key of response"));
       v.check();
       const { message, simulator: sim } = await formMessage(req.messageId, context);
       if (!message.wa_message_id) {

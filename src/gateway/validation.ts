@@ -1,4 +1,5 @@
-import { createRegistry, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { createRegistry, isFieldSet, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import type { FieldMask } from "@bufbuild/protobuf/wkt";
 import type { Path } from "@bufbuild/protobuf/reflect";
 import { createValidator, type Violation } from "@bufbuild/protovalidate";
 import type { Interceptor } from "@connectrpc/connect";
@@ -56,6 +57,36 @@ export function contractViolations<Desc extends DescMessage>(schema: Desc, messa
     const field = v.field.length > 0 ? fieldPathOf(v.field) : v.ruleId.split(".", 1)[0] || "(body)";
     return { field: v.forKey ? `${field} (key)` : field, description: ruleText(v) };
   });
+}
+
+/**
+ * Reads an AIP-134 update: the paths of `update_mask`, or, when the mask is
+ * unset or empty, the updatable fields set in `resource` (non-empty); every
+ * path must be one of `updatable`. The rules of the contract are checked for
+ * the named fields only (an update leaves the others empty), each violation
+ * named under `field` of the request (`api_key.name`, `update_mask[0]`).
+ */
+export function readUpdate<Desc extends DescMessage>(update: {
+  field: string;
+  schema: Desc;
+  resource: MessageShape<Desc>;
+  mask: FieldMask | undefined;
+  updatable: readonly string[];
+}): { paths: string[]; violations: FieldViolation[] } {
+  const { field, schema, resource, updatable } = update;
+  const implied = updatable.filter((name) => {
+    const desc = schema.fields.find((f) => f.name === name);
+    return desc !== undefined && isFieldSet(resource, desc);
+  });
+  const paths = update.mask?.paths.length ? [...update.mask.paths] : implied;
+  const violations: FieldViolation[] = paths.flatMap((path, i) =>
+    updatable.includes(path) ? [] : [{ field: `update_mask[${i}]`, description: `must be one of ${updatable.join(", ")} (got ${JSON.stringify(path)})` }],
+  );
+  if (paths.length === 0) violations.push({ field: "update_mask", description: `names no field to change (${updatable.join(", ")})` });
+  for (const v of contractViolations(schema, resource)) {
+    if (paths.includes(v.field.split(/[.[ ]/, 1)[0] as string)) violations.push({ ...v, field: `${field}.${v.field}` });
+  }
+  return { paths, violations };
 }
 
 /**

@@ -3,7 +3,6 @@ import type { SimulatorService } from "../../gen/messaging/console/v1/simulator_
 import { requireWorkspaceAccess } from "../console/console-access.js";
 import type { MessageStore } from "../messages/message-store.js";
 import { apiError, notFound } from "../shared/errors.js";
-import { charLength, Violations } from "../shared/validation.js";
 import type { Simulator } from "./simulator.js";
 
 /**
@@ -15,7 +14,6 @@ import type { Simulator } from "./simulator.js";
 export function createSimulatorService(deps: { simulator: Simulator | undefined; messages: MessageStore }): Partial<ServiceImpl<typeof SimulatorService>> {
   return {
     async simulateReply(req, context) {
-      new Violations().addIf(req.text.trim() === "" || charLength(req.text) > 4096, "text", "must be 1 to 4096 characters").check();
       const message = await deps.messages.collection.findOne({ _id: req.messageId, direction: "outbound" });
       if (!message) throw notFound("message", req.messageId);
       requireWorkspaceAccess(context, message.workspace_id, "write");

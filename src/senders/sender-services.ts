@@ -11,9 +11,7 @@ import { requireWorkspaceAccess } from "../console/console-access.js";
 import { requireWorkspace } from "../console/workspace-service.js";
 import { principalOf } from "../gateway/request-state.js";
 import { apiError, notFound } from "../shared/errors.js";
-import { charLength, Violations } from "../shared/validation.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
-import { isPhoneNumber, PHONE_NUMBER_RULE } from "../messages/phone-number.js";
 import type { SenderRecord, SenderStore } from "./sender-store.js";
 
 /** The public form of a sender (messaging.v1.Sender). */
@@ -70,11 +68,6 @@ export function createConsoleSenderService(deps: {
   return {
     async createSender(req, context) {
       const name = req.name.trim();
-      new Violations()
-        .addIf(!isPhoneNumber(req.phoneNumber), "phone_number", PHONE_NUMBER_RULE)
-        .addIf(name === "" || charLength(name) > 200, "name", "must be 1 to 200 characters")
-        .addIf(!/^(\d{1,30})?$/.test(req.whatsappPhoneNumberId), "whatsapp_phone_number_id", "must be 1 to 30 digits, or empty")
-        .check();
       await requireWorkspace(workspaces, req.workspaceId);
       requireWorkspaceAccess(context, req.workspaceId, "write");
       if (await senders.findActiveByPhone(req.workspaceId, req.phoneNumber)) {

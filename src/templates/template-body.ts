@@ -2,8 +2,6 @@
 export const MAX_BODY_CHARS = 1024;
 /** Most variables a body may have. */
 export const MAX_VARIABLES = 100;
-/** Largest value of one variable, in characters. */
-export const MAX_VARIABLE_VALUE_CHARS = 1024;
 
 const VARIABLE = /\{\{\s*([^{}]*?)\s*\}\}/g;
 const VARIABLE_NAME = /^[a-z_][a-z0-9_]{0,63}$/;

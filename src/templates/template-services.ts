@@ -11,9 +11,9 @@ import { requireWorkspaceAccess } from "../console/console-access.js";
 import { requireWorkspace } from "../console/workspace-service.js";
 import { principalOf } from "../gateway/request-state.js";
 import { apiError, notFound } from "../shared/errors.js";
-import { charLength, Violations } from "../shared/validation.js";
+import { Violations } from "../shared/validation.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
-import { MAX_BODY_CHARS, MAX_VARIABLE_VALUE_CHARS, MAX_VARIABLES, parseBody } from "./template-body.js";
+import { MAX_VARIABLES, parseBody } from "./template-body.js";
 import type { TemplateRecord, TemplateStore } from "./template-store.js";
 
 /** The public form of a template (messaging.v1.Template). */
@@ -63,11 +63,11 @@ export function createPublicTemplateService(templates: TemplateStore): Partial<S
 }
 
 /**
- * Handlers of messaging.console.v1.TemplateService. Create rules: name of
- * lower-case letters, digits and "_" (1 to 512, WhatsApp's rule); language
- * "xx" or "xx_YY"; body 1 to 1024 characters with at most 100 well-named
- * variables; examples and optional_variables naming variables of the body;
- * flow_id digits; one active template per workspace, name and language.
+ * Handlers of messaging.console.v1.TemplateService. Create rules beyond
+ * those of the contract (templates.proto: name, language, body length,
+ * flow_id, example lengths): at most 100 well-named variables in the body;
+ * examples and optional_variables naming variables of the body; one active
+ * template per workspace, name and language.
  */
 export function createConsoleTemplateService(deps: {
   templates: TemplateStore;
@@ -76,17 +76,13 @@ export function createConsoleTemplateService(deps: {
   const { templates, workspaces } = deps;
   return {
     async createTemplate(req, context) {
-      const violations = new Violations()
-        .addIf(!/^[a-z0-9_]{1,512}$/.test(req.name), "name", "must be 1 to 512 lower-case letters, digits or '_'")
-        .addIf(!/^[a-z]{2,3}(_[A-Z]{2})?$/.test(req.language), "language", "must be a language code such as en or pt_BR")
-        .addIf(req.body.trim() === "" || charLength(req.body) > MAX_BODY_CHARS, "body", `must be 1 to ${MAX_BODY_CHARS} characters`)
-        .addIf(!/^(\d{1,30})?$/.test(req.flowId), "flow_id", "must be 1 to 30 digits, or empty");
+      // The shapes of name, language, body, flow_id and the example values are rules of the contract (templates.proto).
+      const violations = new Violations();
       const { variables, problems } = parseBody(req.body);
       for (const problem of problems) violations.add("body", problem);
       violations.addIf(variables.length > MAX_VARIABLES, "body", `must have at most ${MAX_VARIABLES} variables`);
-      for (const [name, example] of Object.entries(req.examples)) {
+      for (const name of Object.keys(req.examples)) {
         violations.addIf(!variables.includes(name), `examples.${name}`, "is not a variable of the body");
-        violations.addIf(charLength(example) > MAX_VARIABLE_VALUE_CHARS, `examples.${name}`, `must be at most ${MAX_VARIABLE_VALUE_CHARS} characters`);
       }
       req.optionalVariables.forEach((name, i) => {
         violations.addIf(!variables.includes(name), `optional_variables[${i}]`, `is not a variable of the body (got ${JSON.stringify(name)})`);

@@ -1,12 +1,11 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { MessageInitShape } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { WebhookEndpointSchema, WebhookEndpointService } from "../../gen/messaging/console/v1/webhook_endpoints_pb.js";
+import { WebhookEndpointSchema, type WebhookEndpointService } from "../../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { requireWorkspaceAccess } from "../console/console-access.js";
 import { requireWorkspace } from "../console/workspace-service.js";
-import { EVENT_TYPES } from "../events/event-bus.js";
-import { apiError, notFound } from "../shared/errors.js";
-import { charLength, Violations } from "../shared/validation.js";
+import { readUpdate } from "../gateway/validation.js";
+import { apiError, notFound, violationsError } from "../shared/errors.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
 import type { Dispatcher } from "./dispatcher.js";
 import { MAX_ENDPOINTS_PER_WORKSPACE, type EndpointRecord, type EndpointStore } from "./endpoint-store.js";
@@ -44,17 +43,8 @@ export async function requireEndpoint(endpoints: EndpointStore, id: string): Pro
   return record;
 }
 
-function checkName(violations: Violations, name: string): void {
-  violations.addIf(name === "" || charLength(name) > 200, "name", "must be 1 to 200 characters");
-}
-
-function checkEvents(violations: Violations, events: readonly string[]): void {
-  violations.addIf(events.length === 0, "events", `must list at least one event type: ${EVENT_TYPES.join(", ")}`);
-  events.forEach((type, i) => {
-    violations.addIf(!(EVENT_TYPES as readonly string[]).includes(type), `events[${i}]`, `must be one of ${EVENT_TYPES.join(", ")} (got ${JSON.stringify(type)})`);
-  });
-  violations.addIf(new Set(events).size !== events.length, "events", "must not repeat an event type");
-}
+/** Fields UpdateWebhookEndpoint may change (its update_mask paths). */
+const UPDATABLE = ["name", "url", "events"] as const;
 
 /**
  * Handlers of messaging.console.v1.WebhookEndpointService (spec §Webhook
@@ -78,12 +68,9 @@ export function createEndpointService(deps: {
   return {
     async createWebhookEndpoint(req, context) {
       const name = req.name.trim();
-      const violations = new Violations();
-      checkName(violations, name);
+      // name and events are rules of the contract (webhook_endpoints.proto); the URL's depend on the service's policy.
       const urlRule = checkEndpointUrl(req.url, policy);
-      violations.addIf(urlRule !== undefined, "url", urlRule ?? "");
-      checkEvents(violations, req.events);
-      violations.check();
+      if (urlRule !== undefined) throw violationsError([{ field: "url", description: urlRule }]);
       await requireWorkspace(workspaces, req.workspaceId);
       requireWorkspaceAccess(context, req.workspaceId, "write");
       if ((await endpoints.count(req.workspaceId)) >= MAX_ENDPOINTS_PER_WORKSPACE) {
@@ -107,23 +94,19 @@ export function createEndpointService(deps: {
       return { object: "list", data: page.items.map(endpointToProto), total: page.total, nextPageToken: page.nextPageToken };
     },
     async updateWebhookEndpoint(req, context) {
-      const violations = new Violations();
-      const name = req.name?.trim();
-      if (name !== undefined) checkName(violations, name);
-      if (req.url !== undefined) {
-        const urlRule = checkEndpointUrl(req.url, policy);
-        violations.addIf(urlRule !== undefined, "url", urlRule ?? "");
-      }
-      if (req.events.length > 0) checkEvents(violations, req.events);
-      violations.check();
-      const existing = await requireEndpoint(endpoints, req.id);
+      const input = req.webhookEndpoint ?? create(WebhookEndpointSchema);
+      const existing = await requireEndpoint(endpoints, input.id);
       requireWorkspaceAccess(context, existing.workspace_id, "write");
-      const record = await endpoints.update(req.id, {
-        ...(name !== undefined ? { name } : {}),
-        ...(req.url !== undefined ? { url: req.url } : {}),
-        ...(req.events.length > 0 ? { events: [...req.events] } : {}),
+      const { paths, violations } = readUpdate({ field: "webhook_endpoint", schema: WebhookEndpointSchema, resource: input, mask: req.updateMask, updatable: UPDATABLE });
+      const urlRule = paths.includes("url") ? checkEndpointUrl(input.url, policy) : undefined;
+      if (urlRule !== undefined) violations.push({ field: "webhook_endpoint.url", description: urlRule });
+      if (violations.length > 0) throw violationsError(violations);
+      const record = await endpoints.update(existing._id, {
+        ...(paths.includes("name") ? { name: input.name.trim() } : {}),
+        ...(paths.includes("url") ? { url: input.url } : {}),
+        ...(paths.includes("events") ? { events: [...input.events] } : {}),
       });
-      if (!record) throw notFound("webhook_endpoint", req.id);
+      if (!record) throw notFound("webhook_endpoint", existing._id);
       changed(record);
       return { webhookEndpoint: endpointToProto(record) };
     },
@@ -138,7 +121,6 @@ export function createEndpointService(deps: {
     },
     async disableWebhookEndpoint(req, context) {
       const reason = req.reason.trim();
-      new Violations().addIf(charLength(reason) > 500, "reason", "must be at most 500 characters").check();
       const existing = await requireEndpoint(endpoints, req.id);
       requireWorkspaceAccess(context, existing.workspace_id, "write");
       const record = await endpoints.disable(req.id, reason === "" ? "Disabled in the console" : reason);

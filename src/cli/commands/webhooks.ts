@@ -1,7 +1,7 @@
 import { Command } from "commander";
 import { WebhookEndpointSchema, ListWebhookEndpointsResponseSchema, WebhookEndpointService } from "../../../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
-import { splitList, wholeNumber, type CliContext } from "../context.js";
+import { splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
 import { webhookListenCommand } from "./webhook-listen.js";
 
 /** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete, listen. */
@@ -52,7 +52,12 @@ export function webhookCommands(ctx: CliContext): Command {
     .option("--events <list>", "new comma-separated event types")
     .option("--json", "print JSON")
     .action(async (id: string, o: { url?: string; name?: string; events?: string; json?: boolean }) => {
-      const res = await client().updateWebhookEndpoint({ id, url: o.url, name: o.name, events: o.events === undefined ? [] : splitList(o.events) });
+      const paths = [o.url !== undefined && "url", o.name !== undefined && "name", o.events !== undefined && "events"].filter((p) => p !== false);
+      if (paths.length === 0) throw new UsageError("give at least one of --url, --name, --events");
+      const res = await client().updateWebhookEndpoint({
+        webhookEndpoint: { id, url: o.url ?? "", name: o.name ?? "", events: o.events === undefined ? [] : splitList(o.events) },
+        updateMask: { paths },
+      });
       ctx.print(WebhookEndpointSchema, res.webhookEndpoint!, columns, !!o.json);
     });
   webhooks
