@@ -139,7 +139,7 @@ describe("roles per workspace", () => {
       body: { email: "not-an-email", password: "short", roles: [{ workspace_id: workspaceA }] },
     });
     expect(res.status).toBe(400);
-    expect(res.json.error.message).toBe("email: must be an email address; password: must be 12 to 200 characters; roles[0].role: must be admin or viewer");
+    expect(res.json.error.message).toBe("email: must be a valid email address; password: must be at least 12 characters; roles[0].role: must be admin or viewer");
     await createUser("twice@example.com", []);
     const dup = await errorOf(t.console(ConsoleUserService).createConsoleUser({ email: "TWICE@example.com", password: "a-good-password-123" }));
     expect(dup?.code).toBe(Code.AlreadyExists);
@@ -254,7 +254,7 @@ describe("API key updates", () => {
     });
     expect(res.status).toBe(400);
     expect(res.json.error.message).toBe(
-      'update_mask[0]: must be one of name, ip_allow_list, rate_limit_per_min (got "scopes"); rate_limit_per_min: must be from 1 to 100 requests per minute',
+      'update_mask[0]: must be one of name, ip_allow_list, rate_limit_per_min (got "scopes"); api_key.rate_limit_per_min: must be from 1 to 100',
     );
     const nothing = await rest(t.consoleUrl, "PATCH", `/console/v1/api_keys/${key.id}`, { key: "test-console-token-0123456789", body: {} });
     expect(nothing.json.error.details.field).toBe("update_mask");

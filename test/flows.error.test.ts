@@ -135,7 +135,11 @@ describe("simulated submissions that could not happen", () => {
       }),
     );
     expect(bad.code).toBe(Code.InvalidArgument);
-    for (const part of ["response.flow_token", "flow_token: must be", "files[0].field: is also a key of response", "files[1].field"]) expect(bad.message).toContain(part);
+    expect(bad.message).toBe("files[1].field: must be 1 to 80 letters, digits or _; flow_token: must be printable ASCII");
+    const clash = await refusal(
+      simulator().simulateFlowResponse({ messageId: formMessageId, response: { flow_token: "x", photo: 1 }, files: [{ field: "photo", mediaId: otherMedium.mediaId }] }),
+    );
+    expect(clash.message).toBe("response.flow_token: is not a form field; set flow_token instead; files[0].field: is also a key of response");
     const media = await refusal(simulator().simulateFlowResponse({ messageId: formMessageId, files: [{ field: "photo", mediaId: otherMedium.mediaId }, { field: "doc", mediaId: "nope" }] }));
     expect(media.message).toContain(`files[0].media_id: is not a medium uploaded for message ${formMessageId}`);
     expect(media.message).toContain("files[1].media_id");

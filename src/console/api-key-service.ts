@@ -5,7 +5,7 @@ import { ApiKeySchema, ApiKeyStatus, type ApiKeyService } from "../../gen/messag
 import type { Admission } from "../auth/admission.js";
 import type { ApiKeyRecord, ApiKeyStore } from "../auth/api-key-store.js";
 import type { Clock } from "../shared/clock.js";
-import { apiError, notFound, violationsError } from "../shared/errors.js";
+import { apiError, invalidArgument, notFound, violationsError } from "../shared/errors.js";
 import { requireWorkspaceAccess } from "./console-access.js";
 import { readUpdate } from "../gateway/validation.js";
 import { isUuid } from "../shared/validation.js";
@@ -42,6 +42,9 @@ export function apiKeyToProto(record: ApiKeyRecord, now: Date): MessageInitShape
   };
 }
 
+/** Longest overlap of a rolled secret with its successor, in ms (as Stripe allows: 7 days). */
+const MAX_ROLL_OVERLAP_MS = 7 * 86_400_000;
+
 /** Fields UpdateApiKey may change (its update_mask paths). */
 const UPDATABLE = ["name", "ip_allow_list", "rate_limit_per_min"] as const;
 
@@ -66,6 +69,8 @@ export function createApiKeyService(deps: {
       const now = clock.now();
       const name = req.name.trim();
       const expiresAt = req.expiresAt ? timestampDate(req.expiresAt) : null;
+      // Rules of time are checked against the service's clock (protovalidate's `now` is the machine's).
+      if (expiresAt !== null && expiresAt.getTime() <= now.getTime()) throw invalidArgument("expires_at", "must be in the future");
       await requireWorkspace(workspaces, req.workspaceId);
       requireWorkspaceAccess(context, req.workspaceId, "write");
       const { record, secret } = await keys.create({
@@ -129,6 +134,7 @@ export function createApiKeyService(deps: {
       requireWorkspaceAccess(context, existing.workspace_id, "write");
       const now = clock.now();
       const until = req.previousSecretExpiresAt ? timestampDate(req.previousSecretExpiresAt) : null;
+      if (until !== null && until.getTime() > now.getTime() + MAX_ROLL_OVERLAP_MS) throw invalidArgument("previous_secret_expires_at", "must be at most 7 days from now");
       if (existing.revoked_at) throw apiError("failed_precondition", "A revoked key cannot be rolled", { api_key_id: existing._id });
       if (existing.expires_at && existing.expires_at.getTime() <= now.getTime()) {
         throw apiError("failed_precondition", "An expired key cannot be rolled", { api_key_id: existing._id });

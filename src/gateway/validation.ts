@@ -35,10 +35,18 @@ export function fieldPathOf(path: Path): string {
 /**
  * The rule a violation broke, worded as the service's other errors are
  * ("must be at most 200 characters"): protovalidate's message without its
- * leading "value" / "value length".
+ * leading "value" / "value length", ranges said as "from 1 to 100".
  */
 function ruleText(violation: Violation): string {
-  return violation.message.replace(/^value (length )?(?=must|is )/, "");
+  return violation.message
+    .replace(/^value (length )?(?=must|is )/, "")
+    .replace(/^must be at least 1 characters$/, "must not be empty")
+    .replace(/^repeated value must contain unique items$/, "must not repeat an item")
+    .replace(/^must contain at least 1 item\(s\)$/, "must not be empty")
+    .replace(/^must be in list \[(.*)\]$/, "must be one of $1")
+    .replace(/^must be greater than or equal to (\S+) and less than or equal to (\S+)$/, "must be from $1 to $2")
+    .replace(/^must be greater than or equal to (\S+)$/, "must be at least $1")
+    .replace(/^must be less than or equal to (\S+)$/, "must be at most $1");
 }
 
 /**

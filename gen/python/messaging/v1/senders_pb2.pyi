@@ -1,0 +1,59 @@
+import datetime
+
+from buf.validate import validate_pb2 as _validate_pb2
+from google.api import annotations_pb2 as _annotations_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from messaging.v1 import options_pb2 as _options_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SenderStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SENDER_STATUS_UNSPECIFIED: _ClassVar[SenderStatus]
+    SENDER_STATUS_ACTIVE: _ClassVar[SenderStatus]
+    SENDER_STATUS_ARCHIVED: _ClassVar[SenderStatus]
+SENDER_STATUS_UNSPECIFIED: SenderStatus
+SENDER_STATUS_ACTIVE: SenderStatus
+SENDER_STATUS_ARCHIVED: SenderStatus
+
+class Sender(_message.Message):
+    __slots__ = ("id", "object", "phone_number", "name", "status", "created_at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    PHONE_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    object: str
+    phone_number: str
+    name: str
+    status: SenderStatus
+    created_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., phone_number: _Optional[str] = ..., name: _Optional[str] = ..., status: _Optional[_Union[SenderStatus, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListSendersRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListSendersResponse(_message.Message):
+    __slots__ = ("object", "data", "total", "next_page_token")
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    object: str
+    data: _containers.RepeatedCompositeFieldContainer[Sender]
+    total: int
+    next_page_token: str
+    def __init__(self, object: _Optional[str] = ..., data: _Optional[_Iterable[_Union[Sender, _Mapping]]] = ..., total: _Optional[int] = ..., next_page_token: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.send_message_template import SendMessageTemplate
+
+
+T = TypeVar("T", bound="SendMessageRequest")
+
+
+@_attrs_define
+class SendMessageRequest:
+    """Request of SendMessage.
+
+    Attributes:
+        to (None | str | Unset): Recipient number: digits only with country code, 8 to 15 digits.
+        sender (None | str | Unset): Sender to send from. Shape: snd_<uuid>; active and of the workspace
+            (with NETWORK=whatsapp: one with a WhatsApp phone number ID).
+        template (None | SendMessageTemplate | Unset): The template and the values of its variables.
+    """
+
+    to: None | str | Unset = UNSET
+    sender: None | str | Unset = UNSET
+    template: None | SendMessageTemplate | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.send_message_template import SendMessageTemplate
+
+        to: None | str | Unset
+        if isinstance(self.to, Unset):
+            to = UNSET
+        else:
+            to = self.to
+
+        sender: None | str | Unset
+        if isinstance(self.sender, Unset):
+            sender = UNSET
+        else:
+            sender = self.sender
+
+        template: dict[str, Any] | None | Unset
+        if isinstance(self.template, Unset):
+            template = UNSET
+        elif isinstance(self.template, SendMessageTemplate):
+            template = self.template.to_dict()
+        else:
+            template = self.template
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update({})
+        if to is not UNSET:
+            field_dict["to"] = to
+        if sender is not UNSET:
+            field_dict["sender"] = sender
+        if template is not UNSET:
+            field_dict["template"] = template
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.send_message_template import SendMessageTemplate
+
+        d = dict(src_dict)
+
+        def _parse_to(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        to = _parse_to(d.pop("to", UNSET))
+
+        def _parse_sender(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        sender = _parse_sender(d.pop("sender", UNSET))
+
+        def _parse_template(data: object) -> None | SendMessageTemplate | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                template_type_0 = SendMessageTemplate.from_dict(data)
+
+                return template_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SendMessageTemplate | Unset, data)
+
+        template = _parse_template(d.pop("template", UNSET))
+
+        send_message_request = cls(
+            to=to,
+            sender=sender,
+            template=template,
+        )
+
+        return send_message_request
