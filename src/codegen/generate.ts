@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { projectRoot } from "../shared/project-root.js";
@@ -18,6 +18,7 @@ import { ensureGoTools, ensureProtovalidateProto, ensurePythonVenv, mustRun } fr
  *    document of step 2 by openapi-python-client (src/codegen/openapi-python-client.yaml),
  *    formatted by its pinned ruff.
  * 5. test/webhook-signature-vectors.json, signed by src/webhooks/signature.js.
+ * 6. README.md's tables of input rules (between <!-- rules:… --> markers).
  * CI (.ci/run) runs this and fails when gen/ differs from what is committed.
  */
 
@@ -105,10 +106,19 @@ async function generatePythonRestClient(): Promise<void> {
   );
 }
 
+/** 6. README.md's tables of input rules, from the protovalidate annotations (src/codegen/field-rules.ts). */
+async function writeReadmeRules(): Promise<void> {
+  // Imported here: the generated TypeScript of step 1 must exist first.
+  const { readmeWithRules } = await import("./field-rules.js");
+  const readme = path.join(projectRoot, "README.md");
+  await writeFile(readme, readmeWithRules(await readFile(readme, "utf8")));
+}
+
 const started = Date.now();
 await generateTypeScript();
 await generateGoAndOpenApi();
 await generatePython();
 await generatePythonRestClient();
 await writeSignatureVectors();
+await writeReadmeRules();
 console.log(`generated TypeScript, Go, Python, OpenAPI and the signature vectors in ${((Date.now() - started) / 1000).toFixed(1)} s`);

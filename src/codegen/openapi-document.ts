@@ -1,6 +1,7 @@
 import { ScalarType, type DescEnum, type DescEnumValue, type DescField, type DescMessage, type DescMethod, type DescService, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import type { EventType } from "../events/event-bus.js";
 import { requiredScope } from "../gateway/interceptors.js";
+import { describeFieldRules, fieldRuleKeywords } from "./field-rules.js";
 import { ruleOf } from "../gateway/rest-gateway.js";
 import { enumValueToJson } from "../gateway/rest-json.js";
 import { IDEMPOTENCY_KEY_RULE, IDEMPOTENCY_TTL_MS } from "../messages/idempotency.js";
@@ -230,12 +231,16 @@ export function buildOpenApiDocument(services: readonly DescService[], options: 
   }
 
   function fieldSchema(field: DescField, role: Role): JsonObject {
-    const description = describe(field);
-    if (field.fieldKind === "list") return withDescription({ type: "array", items: valueSchema(field, role) }, description);
+    // Request fields carry the rules of the contract: keywords where JSON Schema has them, every rule in the description.
+    const rules = role === "input" ? describeFieldRules(field) : undefined;
+    const description = rules ? [describe(field), `Rules: ${rules}.`].filter(Boolean).join("\n\n") : describe(field);
+    const keywords = role === "input" ? fieldRuleKeywords(field) : { value: {}, list: {} };
+    const constrained = (schema: JsonObject) => ("$ref" in schema || Object.keys(keywords.value).length === 0 ? schema : { ...schema, ...keywords.value });
+    if (field.fieldKind === "list") return withDescription({ type: "array", items: constrained(valueSchema(field, role)), ...keywords.list }, description);
     if (field.fieldKind === "map") {
-      return withDescription({ type: "object", additionalProperties: valueSchema(field, role) }, description);
+      return withDescription({ type: "object", additionalProperties: constrained(valueSchema(field, role)) }, description);
     }
-    const value = valueSchema(field, role);
+    const value = constrained(valueSchema(field, role));
     // Written as null when unset: messages, optional scalars, oneof members, enum zero values.
     // Read: null leaves any field unset.
     const canBeNull =

@@ -21,11 +21,15 @@ class SendMessageTemplate:
 
     Attributes:
         id (None | str | Unset): Template to send. Shape: tpl_<uuid>; active and of the workspace.
+
+            Rules: an id such as `tpl_<uuid>`.
         variables (SendMessageTemplateVariables | Unset): Value of each variable the template needs, by variable name:
             every
             required variable present and non-empty, no unknown one; the rendered
             body at most 1024 characters. Each value at most 1024 characters, without
             new lines, tabs or more than four spaces in a row (WhatsApp's rule).
+
+            Rules: each value at most 1024 characters, does not contain new lines, tabs or more than four spaces in a row.
         flow (None | SendMessageTemplateFlow | Unset): Form (flow) parameters; only for a template that carries a flow.
     """
 

@@ -16,6 +16,8 @@ class SendMessageTemplateVariables:
     body at most 1024 characters. Each value at most 1024 characters, without
     new lines, tabs or more than four spaces in a row (WhatsApp's rule).
 
+    Rules: each value at most 1024 characters, does not contain new lines, tabs or more than four spaces in a row.
+
     """
 
     additional_properties: dict[str, str] = _attrs_field(init=False, factory=dict)
