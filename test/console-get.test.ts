@@ -1,17 +1,21 @@
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyService } from "../gen/messaging/console/v1/api_keys_pb.js";
+import { AuditLogService } from "../gen/messaging/console/v1/audit_log_pb.js";
+import { CreditService } from "../gen/messaging/console/v1/credits_pb.js";
+import { RequestLogService } from "../gen/messaging/console/v1/request_log_pb.js";
 import { ConsoleUserService } from "../gen/messaging/console/v1/console_users_pb.js";
 import { SenderService } from "../gen/messaging/console/v1/senders_pb.js";
 import { TemplateService } from "../gen/messaging/console/v1/templates_pb.js";
 import { grpcJsCall, rest } from "./helpers/clients.js";
 import { createSender, createTemplate, msgsvc } from "./helpers/messaging.js";
-import { createTestService, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
+import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 /*
  * The console API has a Get for every resource it lists (AIP-131): API keys,
- * senders, templates and console users, over REST (the resource itself),
- * Connect, gRPC and the CLI; an unknown id is not_found.
+ * senders, templates, console users, audit entries, logged requests and
+ * ledger entries, over REST (the resource itself), Connect, gRPC and the CLI;
+ * an unknown id is not_found.
  */
 
 let t: TestService;
@@ -78,5 +82,57 @@ describe("Get of every listed console resource", () => {
       expect(run.code, run.stderr).toBe(0);
       expect(JSON.parse(run.stdout).id).toBe(id);
     }
+  });
+});
+
+describe("Get of audit entries, logged requests and ledger entries", () => {
+  const port = () => `127.0.0.1:${t.service.consolePort}`;
+
+  it("a ledger entry (its id carries a ':'): REST, Connect, gRPC and msgsvc credits entry", async () => {
+    const { entry } = await t.console(CreditService).addCredits({ workspaceId, amount: 7n, note: "for get" });
+    const id = entry!.id;
+    expect(id).toMatch(/^top_up:/);
+    const overRest = await rest(t.consoleUrl, "GET", `/console/v1/workspaces/${workspaceId}/credit_ledger/${encodeURIComponent(id)}`, { key: TEST_CONSOLE_TOKEN });
+    expect(overRest.status).toBe(200);
+    expect(overRest.json).toMatchObject({ id, kind: "top_up", amount: 7, note: "for get" });
+    expect((await t.console(CreditService).getCreditLedgerEntry({ workspaceId, id })).entry?.amount).toBe(7n);
+    expect((await grpcJsCall(port(), CreditService.method.getCreditLedgerEntry, { workspaceId, id }, auth)).response?.entry?.id).toBe(id);
+    const other = await t.createWorkspace("Other ledger");
+    expect((await grpcJsCall(port(), CreditService.method.getCreditLedgerEntry, { workspaceId: other, id }, auth)).error?.code).toBe(grpc.status.NOT_FOUND);
+    const run = await msgsvc(t, ["credits", "entry", id, "--workspace", workspaceId, "--json"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ id, amount: 7 });
+  });
+
+  it("an audit entry: REST, Connect, gRPC and msgsvc audit get", async () => {
+    const list = await t.console(AuditLogService).listAuditEntries({ workspaceId, pageSize: 1 });
+    const id = list.data[0]!.id;
+    const overRest = await rest(t.consoleUrl, "GET", `/console/v1/audit_entries/${id}`, { key: TEST_CONSOLE_TOKEN });
+    expect(overRest.status).toBe(200);
+    expect(overRest.json).toMatchObject({ id, object: "audit_entry", workspace_id: workspaceId, operation: list.data[0]!.operation });
+    expect((await t.console(AuditLogService).getAuditEntry({ id })).auditEntry?.actor).toBe("operator");
+    expect((await grpcJsCall(port(), AuditLogService.method.getAuditEntry, { id }, auth)).response?.auditEntry?.id).toBe(id);
+    const run = await msgsvc(t, ["audit", "get", id, "--json"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout).id).toBe(id);
+    expect((await rest(t.consoleUrl, "GET", "/console/v1/audit_entries/req_unknown", { key: TEST_CONSOLE_TOKEN })).status).toBe(404);
+  });
+
+  it("a logged request by its Request-Id: REST, Connect, gRPC and msgsvc requests get", async () => {
+    const key = await t.createKey(workspaceId, { name: "logged" });
+    const me = await rest(t.publicUrl, "GET", "/v1/me", { key: key.secret });
+    const id = me.headers.get("request-id") as string;
+    expect(id).toMatch(/^req_/);
+    const overRest = await eventually(async () => {
+      const answer = await rest(t.consoleUrl, "GET", `/console/v1/requests/${id}`, { key: TEST_CONSOLE_TOKEN });
+      return answer.status === 200 ? answer : undefined;
+    });
+    expect(overRest.json).toMatchObject({ id, object: "request", http_method: "GET", path: "/v1/me", http_status: 200, api_key_id: key.id });
+    expect((await t.console(RequestLogService).getLoggedRequest({ id })).request?.path).toBe("/v1/me");
+    expect((await grpcJsCall(port(), RequestLogService.method.getLoggedRequest, { id }, auth)).response?.request?.id).toBe(id);
+    const run = await msgsvc(t, ["requests", "get", id, "--json"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout).id).toBe(id);
+    expect((await rest(t.consoleUrl, "GET", "/console/v1/requests/req_unknown", { key: TEST_CONSOLE_TOKEN })).status).toBe(404);
   });
 });

@@ -49,6 +49,13 @@ export function createCreditService(deps: { credits: CreditStore; workspaces: Wo
       if (!result) throw notFound("workspace", req.workspaceId);
       return { entry: ledgerEntryToProto(result.entry), creditBalance: BigInt(result.balance) };
     },
+    async getCreditLedgerEntry(req, context) {
+      await requireWorkspace(workspaces, req.workspaceId);
+      requireWorkspaceAccess(context, req.workspaceId, "read");
+      const entry = await credits.ledger.findOne({ _id: req.id, workspace_id: req.workspaceId });
+      if (!entry) throw notFound("credit_ledger_entry", req.id);
+      return { entry: ledgerEntryToProto(entry) };
+    },
     async listCreditLedgerEntries(req, context) {
       await requireWorkspace(workspaces, req.workspaceId);
       requireWorkspaceAccess(context, req.workspaceId, "read");

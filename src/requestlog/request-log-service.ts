@@ -11,7 +11,7 @@ import { actsAsOperator, requireWorkspaceAccess } from "../console/console-acces
 import { requireWorkspace } from "../console/workspace-service.js";
 import { requestState } from "../gateway/request-state.js";
 import type { Clock } from "../shared/clock.js";
-import { apiError, invalidArgument } from "../shared/errors.js";
+import { apiError, invalidArgument, notFound } from "../shared/errors.js";
 import { listPage } from "../store/pagination.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
 import type { RequestLog, RequestLogRow } from "./request-log.js";
@@ -69,6 +69,14 @@ export function createRequestLogService(deps: {
   const refusedSince = (since: Date): Filter<RequestLogRow> => ({ error_code: { $ne: null }, at: { $gte: since } });
 
   return {
+    async getLoggedRequest(req, context) {
+      const row = await rows.findOne({ _id: req.id, expires_at: { $gt: clock.now() } });
+      const actor = requestState(context).consoleActor;
+      // Visible as in the lists: rows of a workspace to its roles, rows without one (key not recognised) to the operator.
+      const visible = row && (actsAsOperator(actor) || (row.workspace_id !== null && actor?.kind === "user" && actor.roles.has(row.workspace_id)));
+      if (!row || !visible) throw notFound("request", req.id);
+      return { request: loggedRequestToProto(row) };
+    },
     async listRequests(req, context) {
       const filter: Filter<RequestLogRow> = { ...(await scope(context, req.workspaceId)) };
       if (req.apiKeyId !== "") filter.api_key_id = req.apiKeyId;

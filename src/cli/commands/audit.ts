@@ -1,8 +1,8 @@
 import { Command } from "commander";
-import { ListAuditEntriesResponseSchema, AuditLogService } from "../../../gen/messaging/console/v1/audit_log_pb.js";
+import { AuditEntrySchema, ListAuditEntriesResponseSchema, AuditLogService } from "../../../gen/messaging/console/v1/audit_log_pb.js";
 import { wholeNumber, type CliContext } from "../context.js";
 
-/** `msgsvc audit list`: the console's audit log, newest first. */
+/** `msgsvc audit list|get`: the console's audit log, newest first, and one entry with its request. */
 export function auditCommands(ctx: CliContext): Command {
   const audit = new Command("audit").description("read the console audit log");
   audit
@@ -19,6 +19,14 @@ export function auditCommands(ctx: CliContext): Command {
         pageToken: o.pageToken,
       });
       ctx.printList(ListAuditEntriesResponseSchema, res, ["at", "actor", "operation", "workspace_id", "outcome"], !!o.json);
+    });
+  audit
+    .command("get <id>")
+    .description("show one audit entry (its id is the console request id, req_…), with the request as sent, secrets redacted")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      const { auditEntry } = await ctx.client(AuditLogService).getAuditEntry({ id });
+      ctx.print(AuditEntrySchema, auditEntry!, ["id", "at", "actor", "operation", "workspace_id", "outcome", "request"], !!o.json);
     });
   return audit;
 }

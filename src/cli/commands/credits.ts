@@ -3,7 +3,7 @@ import { CreditLedgerEntrySchema, ListCreditLedgerEntriesResponseSchema, CreditS
 import { toRestJson } from "../../gateway/rest-json.js";
 import { wholeNumber, type CliContext } from "../context.js";
 
-/** `msgsvc credits …`: add (top up), ledger. */
+/** `msgsvc credits …`: add (top up), ledger, entry (one ledger entry). */
 export function creditCommands(ctx: CliContext): Command {
   const columns = ["id", "kind", "amount", "balance_after", "message_id", "note", "created_at"];
   const credits = new Command("credits").description("top up credits and read the credit ledger");
@@ -33,6 +33,15 @@ export function creditCommands(ctx: CliContext): Command {
     .action(async (o: { workspace: string; pageSize: string; pageToken: string; json?: boolean }) => {
       const res = await ctx.client(CreditService).listCreditLedgerEntries({ workspaceId: o.workspace, pageSize: wholeNumber("--page-size", o.pageSize), pageToken: o.pageToken });
       ctx.printList(ListCreditLedgerEntriesResponseSchema, res, columns, !!o.json);
+    });
+  credits
+    .command("entry <id>")
+    .description("show one ledger entry (top_up:<uuid>, spend:<message id> or refund:<message id>)")
+    .requiredOption("--workspace <id>", "workspace of the ledger")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { workspace: string; json?: boolean }) => {
+      const { entry } = await ctx.client(CreditService).getCreditLedgerEntry({ workspaceId: o.workspace, id });
+      ctx.print(CreditLedgerEntrySchema, entry!, columns, !!o.json);
     });
   return credits;
 }

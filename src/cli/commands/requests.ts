@@ -3,6 +3,7 @@ import {
   GetRefusalTimelineResponseSchema,
   ListRefusedRequestGroupsResponseSchema,
   ListRequestsResponseSchema,
+  LoggedRequestSchema,
   RefusedRequestGroupSchema,
   RequestLogService,
   RequestOutcome,
@@ -42,6 +43,14 @@ export function requestCommands(ctx: CliContext): Command {
         pageToken: o.pageToken,
       });
       ctx.printList(ListRequestsResponseSchema, res, ["at", "protocol", "http_method", "path", "http_status", "error_code", "api_key_id", "client_address"], !!o.json);
+    });
+  requests
+    .command("get <id>")
+    .description("show one logged request by its Request-Id (req_…)")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      const { request } = await ctx.client(RequestLogService).getLoggedRequest({ id });
+      ctx.print(LoggedRequestSchema, request!, ["id", "at", "operation", "protocol", "http_method", "path", "http_status", "error_code", "api_key_id", "client_address", "duration_ms"], !!o.json);
     });
   requests
     .command("refused")

@@ -1,11 +1,11 @@
 import type { Collection, Db, Filter } from "mongodb";
 import { ConnectError, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
-import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import type { JsonObject, JsonValue, MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { AuditLogService } from "../../../gen/messaging/console/v1/audit_log_pb.js";
+import type { AuditEntrySchema, AuditLogService } from "../../../gen/messaging/console/v1/audit_log_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
 import { requestStateKey } from "../../gateway/request-state.js";
-import { describeError } from "../../shared/errors.js";
+import { describeError, notFound } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logger.js";
 import { listPage } from "../../store/pagination.js";
 import { actsAsOperator, requireWorkspaceAccess } from "../console-access.js";
@@ -88,7 +88,27 @@ export function createAuditLog(db: Db, logger: Logger): AuditLog {
     }
   };
 
+  const auditEntryToProto = (r: AuditRecord): MessageInitShape<typeof AuditEntrySchema> => ({
+    id: r._id,
+    object: "audit_entry",
+    at: timestampFromDate(r.at),
+    actor: r.actor,
+    actorUserId: r.actor_user_id ?? undefined,
+    operation: r.operation,
+    workspaceId: r.workspace_id ?? undefined,
+    request: r.request,
+    outcome: r.outcome,
+  });
+
   const service: Partial<ServiceImpl<typeof AuditLogService>> = {
+    async getAuditEntry(req, context) {
+      const record = await collection.findOne({ _id: req.id });
+      const actor = context.values.get(requestStateKey)?.consoleActor;
+      // Visible as in the list: to the operator, and to users with a role in the entry's workspace.
+      const visible = record && (actsAsOperator(actor) || (record.workspace_id !== null && actor?.kind === "user" && actor.roles.has(record.workspace_id)));
+      if (!record || !visible) throw notFound("audit_entry", req.id);
+      return { auditEntry: auditEntryToProto(record) };
+    },
     async listAuditEntries(req, context) {
       const actor = context.values.get(requestStateKey)?.consoleActor;
       let filter: Filter<AuditRecord> = {};
@@ -103,17 +123,7 @@ export function createAuditLog(db: Db, logger: Logger): AuditLog {
         object: "list",
         total: page.total,
         nextPageToken: page.nextPageToken,
-        data: page.items.map((r) => ({
-          id: r._id,
-          object: "audit_entry",
-          at: timestampFromDate(r.at),
-          actor: r.actor,
-          actorUserId: r.actor_user_id ?? undefined,
-          operation: r.operation,
-          workspaceId: r.workspace_id ?? undefined,
-          request: r.request,
-          outcome: r.outcome,
-        })),
+        data: page.items.map(auditEntryToProto),
       };
     },
   };

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file messaging/console/v1/audit_log.proto.
  */
 export const file_messaging_console_v1_audit_log: GenFile = /*@__PURE__*/
-  fileDesc("CiRtZXNzYWdpbmcvY29uc29sZS92MS9hdWRpdF9sb2cucHJvdG8SFG1lc3NhZ2luZy5jb25zb2xlLnYxIocCCgpBdWRpdEVudHJ5EgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRImCgJhdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFYWN0b3IYBCABKAkSGgoNYWN0b3JfdXNlcl9pZBgFIAEoCUgAiAEBEhEKCW9wZXJhdGlvbhgGIAEoCRIZCgx3b3Jrc3BhY2VfaWQYByABKAlIAYgBARIoCgdyZXF1ZXN0GAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdvdXRjb21lGAkgASgJQhAKDl9hY3Rvcl91c2VyX2lkQg8KDV93b3Jrc3BhY2VfaWQiXwoXTGlzdEF1ZGl0RW50cmllc1JlcXVlc3QSGgoJcGFnZV9zaXplGAEgASgFQge6SAQaAigAEhIKCnBhZ2VfdG9rZW4YAiABKAkSFAoMd29ya3NwYWNlX2lkGAMgASgJIpsBChhMaXN0QXVkaXRFbnRyaWVzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEi4KBGRhdGEYAiADKAsyIC5tZXNzYWdpbmcuY29uc29sZS52MS5BdWRpdEVudHJ5Eg0KBXRvdGFsGAMgASgFEhwKD25leHRfcGFnZV90b2tlbhgEIAEoCUgAiAEBQhIKEF9uZXh0X3BhZ2VfdG9rZW4yqAEKD0F1ZGl0TG9nU2VydmljZRKUAQoQTGlzdEF1ZGl0RW50cmllcxItLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3RBdWRpdEVudHJpZXNSZXF1ZXN0Gi4ubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdEF1ZGl0RW50cmllc1Jlc3BvbnNlIiGC0+STAhsSGS9jb25zb2xlL3YxL2F1ZGl0X2VudHJpZXNiBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiRtZXNzYWdpbmcvY29uc29sZS92MS9hdWRpdF9sb2cucHJvdG8SFG1lc3NhZ2luZy5jb25zb2xlLnYxIocCCgpBdWRpdEVudHJ5EgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRImCgJhdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFYWN0b3IYBCABKAkSGgoNYWN0b3JfdXNlcl9pZBgFIAEoCUgAiAEBEhEKCW9wZXJhdGlvbhgGIAEoCRIZCgx3b3Jrc3BhY2VfaWQYByABKAlIAYgBARIoCgdyZXF1ZXN0GAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgdvdXRjb21lGAkgASgJQhAKDl9hY3Rvcl91c2VyX2lkQg8KDV93b3Jrc3BhY2VfaWQiXwoXTGlzdEF1ZGl0RW50cmllc1JlcXVlc3QSGgoJcGFnZV9zaXplGAEgASgFQge6SAQaAigAEhIKCnBhZ2VfdG9rZW4YAiABKAkSFAoMd29ya3NwYWNlX2lkGAMgASgJIpsBChhMaXN0QXVkaXRFbnRyaWVzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEi4KBGRhdGEYAiADKAsyIC5tZXNzYWdpbmcuY29uc29sZS52MS5BdWRpdEVudHJ5Eg0KBXRvdGFsGAMgASgFEhwKD25leHRfcGFnZV90b2tlbhgEIAEoCUgAiAEBQhIKEF9uZXh0X3BhZ2VfdG9rZW4iIgoUR2V0QXVkaXRFbnRyeVJlcXVlc3QSCgoCaWQYASABKAkiTgoVR2V0QXVkaXRFbnRyeVJlc3BvbnNlEjUKC2F1ZGl0X2VudHJ5GAEgASgLMiAubWVzc2FnaW5nLmNvbnNvbGUudjEuQXVkaXRFbnRyeTLIAgoPQXVkaXRMb2dTZXJ2aWNlEpQBChBMaXN0QXVkaXRFbnRyaWVzEi0ubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdEF1ZGl0RW50cmllc1JlcXVlc3QaLi5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0QXVkaXRFbnRyaWVzUmVzcG9uc2UiIYLT5JMCGxIZL2NvbnNvbGUvdjEvYXVkaXRfZW50cmllcxKdAQoNR2V0QXVkaXRFbnRyeRIqLm1lc3NhZ2luZy5jb25zb2xlLnYxLkdldEF1ZGl0RW50cnlSZXF1ZXN0GisubWVzc2FnaW5nLmNvbnNvbGUudjEuR2V0QXVkaXRFbnRyeVJlc3BvbnNlIjOC0+STAi1iC2F1ZGl0X2VudHJ5Eh4vY29uc29sZS92MS9hdWRpdF9lbnRyaWVzL3tpZH1iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * One console change.
@@ -171,6 +171,48 @@ export const ListAuditEntriesResponseSchema: GenMessage<ListAuditEntriesResponse
   messageDesc(file_messaging_console_v1_audit_log, 2);
 
 /**
+ * Request of GetAuditEntry.
+ *
+ * @generated from message messaging.console.v1.GetAuditEntryRequest
+ */
+export type GetAuditEntryRequest = Message<"messaging.console.v1.GetAuditEntryRequest"> & {
+  /**
+   * Entry identifier. Shape: req_….
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message messaging.console.v1.GetAuditEntryRequest.
+ * Use `create(GetAuditEntryRequestSchema)` to create a new message.
+ */
+export const GetAuditEntryRequestSchema: GenMessage<GetAuditEntryRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_audit_log, 3);
+
+/**
+ * Response of GetAuditEntry: over REST the entry itself.
+ *
+ * @generated from message messaging.console.v1.GetAuditEntryResponse
+ */
+export type GetAuditEntryResponse = Message<"messaging.console.v1.GetAuditEntryResponse"> & {
+  /**
+   * The entry.
+   *
+   * @generated from field: messaging.console.v1.AuditEntry audit_entry = 1;
+   */
+  auditEntry?: AuditEntry | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.GetAuditEntryResponse.
+ * Use `create(GetAuditEntryResponseSchema)` to create a new message.
+ */
+export const GetAuditEntryResponseSchema: GenMessage<GetAuditEntryResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_audit_log, 4);
+
+/**
  * AuditLogService reads the audit log: every console change (who, what,
  * when, outcome), written by the console itself.
  *
@@ -187,6 +229,17 @@ export const AuditLogService: GenService<{
     methodKind: "unary";
     input: typeof ListAuditEntriesRequestSchema;
     output: typeof ListAuditEntriesResponseSchema;
+  },
+  /**
+   * Returns one audit entry. An entry of a workspace the caller has no role
+   * in, or one spanning workspaces for a user, is not found.
+   *
+   * @generated from rpc messaging.console.v1.AuditLogService.GetAuditEntry
+   */
+  getAuditEntry: {
+    methodKind: "unary";
+    input: typeof GetAuditEntryRequestSchema;
+    output: typeof GetAuditEntryResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_messaging_console_v1_audit_log, 0);

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file messaging/console/v1/credits.proto.
  */
 export const file_messaging_console_v1_credits: GenFile = /*@__PURE__*/
-  fileDesc("CiJtZXNzYWdpbmcvY29uc29sZS92MS9jcmVkaXRzLnByb3RvEhRtZXNzYWdpbmcuY29uc29sZS52MSKyAgoRQ3JlZGl0TGVkZ2VyRW50cnkSCgoCaWQYASABKAkSDgoGb2JqZWN0GAIgASgJEhQKDHdvcmtzcGFjZV9pZBgDIAEoCRI5CgRraW5kGAQgASgOMisubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlZGl0TGVkZ2VyRW50cnlLaW5kEg4KBmFtb3VudBgFIAEoAxIaCg1iYWxhbmNlX2FmdGVyGAYgASgDSACIAQESFwoKbWVzc2FnZV9pZBgHIAEoCUgBiAEBEhEKBG5vdGUYCCABKAlIAogBARIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIQCg5fYmFsYW5jZV9hZnRlckINCgtfbWVzc2FnZV9pZEIHCgVfbm90ZSJgChFBZGRDcmVkaXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSHQoGYW1vdW50GAIgASgDQg26SAoiCBiAlOvcAygBEhYKBG5vdGUYAyABKAlCCLpIBXIDGPQDImQKEkFkZENyZWRpdHNSZXNwb25zZRI2CgVlbnRyeRgBIAEoCzInLm1lc3NhZ2luZy5jb25zb2xlLnYxLkNyZWRpdExlZGdlckVudHJ5EhYKDmNyZWRpdF9iYWxhbmNlGAIgASgDImYKHkxpc3RDcmVkaXRMZWRnZXJFbnRyaWVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSGgoJcGFnZV9zaXplGAIgASgFQge6SAQaAigAEhIKCnBhZ2VfdG9rZW4YAyABKAkiqQEKH0xpc3RDcmVkaXRMZWRnZXJFbnRyaWVzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEjUKBGRhdGEYAiADKAsyJy5tZXNzYWdpbmcuY29uc29sZS52MS5DcmVkaXRMZWRnZXJFbnRyeRINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuKq8BChVDcmVkaXRMZWRnZXJFbnRyeUtpbmQSKAokQ1JFRElUX0xFREdFUl9FTlRSWV9LSU5EX1VOU1BFQ0lGSUVEEAASIwofQ1JFRElUX0xFREdFUl9FTlRSWV9LSU5EX1RPUF9VUBABEiIKHkNSRURJVF9MRURHRVJfRU5UUllfS0lORF9TUEVORBACEiMKH0NSRURJVF9MRURHRVJfRU5UUllfS0lORF9SRUZVTkQQAzL1AgoNQ3JlZGl0U2VydmljZRKdAQoKQWRkQ3JlZGl0cxInLm1lc3NhZ2luZy5jb25zb2xlLnYxLkFkZENyZWRpdHNSZXF1ZXN0GigubWVzc2FnaW5nLmNvbnNvbGUudjEuQWRkQ3JlZGl0c1Jlc3BvbnNlIjyC0+STAjY6ASoiMS9jb25zb2xlL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vY3JlZGl0czphZGQSwwEKF0xpc3RDcmVkaXRMZWRnZXJFbnRyaWVzEjQubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdENyZWRpdExlZGdlckVudHJpZXNSZXF1ZXN0GjUubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdENyZWRpdExlZGdlckVudHJpZXNSZXNwb25zZSI7gtPkkwI1EjMvY29uc29sZS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NyZWRpdF9sZWRnZXJiBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("CiJtZXNzYWdpbmcvY29uc29sZS92MS9jcmVkaXRzLnByb3RvEhRtZXNzYWdpbmcuY29uc29sZS52MSKyAgoRQ3JlZGl0TGVkZ2VyRW50cnkSCgoCaWQYASABKAkSDgoGb2JqZWN0GAIgASgJEhQKDHdvcmtzcGFjZV9pZBgDIAEoCRI5CgRraW5kGAQgASgOMisubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlZGl0TGVkZ2VyRW50cnlLaW5kEg4KBmFtb3VudBgFIAEoAxIaCg1iYWxhbmNlX2FmdGVyGAYgASgDSACIAQESFwoKbWVzc2FnZV9pZBgHIAEoCUgBiAEBEhEKBG5vdGUYCCABKAlIAogBARIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIQCg5fYmFsYW5jZV9hZnRlckINCgtfbWVzc2FnZV9pZEIHCgVfbm90ZSJgChFBZGRDcmVkaXRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSHQoGYW1vdW50GAIgASgDQg26SAoiCBiAlOvcAygBEhYKBG5vdGUYAyABKAlCCLpIBXIDGPQDImQKEkFkZENyZWRpdHNSZXNwb25zZRI2CgVlbnRyeRgBIAEoCzInLm1lc3NhZ2luZy5jb25zb2xlLnYxLkNyZWRpdExlZGdlckVudHJ5EhYKDmNyZWRpdF9iYWxhbmNlGAIgASgDImYKHkxpc3RDcmVkaXRMZWRnZXJFbnRyaWVzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSGgoJcGFnZV9zaXplGAIgASgFQge6SAQaAigAEhIKCnBhZ2VfdG9rZW4YAyABKAkiqQEKH0xpc3RDcmVkaXRMZWRnZXJFbnRyaWVzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEjUKBGRhdGEYAiADKAsyJy5tZXNzYWdpbmcuY29uc29sZS52MS5DcmVkaXRMZWRnZXJFbnRyeRINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIj8KG0dldENyZWRpdExlZGdlckVudHJ5UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSCgoCaWQYAiABKAkiVgocR2V0Q3JlZGl0TGVkZ2VyRW50cnlSZXNwb25zZRI2CgVlbnRyeRgBIAEoCzInLm1lc3NhZ2luZy5jb25zb2xlLnYxLkNyZWRpdExlZGdlckVudHJ5Kq8BChVDcmVkaXRMZWRnZXJFbnRyeUtpbmQSKAokQ1JFRElUX0xFREdFUl9FTlRSWV9LSU5EX1VOU1BFQ0lGSUVEEAASIwofQ1JFRElUX0xFREdFUl9FTlRSWV9LSU5EX1RPUF9VUBABEiIKHkNSRURJVF9MRURHRVJfRU5UUllfS0lORF9TUEVORBACEiMKH0NSRURJVF9MRURHRVJfRU5UUllfS0lORF9SRUZVTkQQAzK+BAoNQ3JlZGl0U2VydmljZRKdAQoKQWRkQ3JlZGl0cxInLm1lc3NhZ2luZy5jb25zb2xlLnYxLkFkZENyZWRpdHNSZXF1ZXN0GigubWVzc2FnaW5nLmNvbnNvbGUudjEuQWRkQ3JlZGl0c1Jlc3BvbnNlIjyC0+STAjY6ASoiMS9jb25zb2xlL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vY3JlZGl0czphZGQSwwEKF0xpc3RDcmVkaXRMZWRnZXJFbnRyaWVzEjQubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdENyZWRpdExlZGdlckVudHJpZXNSZXF1ZXN0GjUubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdENyZWRpdExlZGdlckVudHJpZXNSZXNwb25zZSI7gtPkkwI1EjMvY29uc29sZS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L2NyZWRpdF9sZWRnZXISxgEKFEdldENyZWRpdExlZGdlckVudHJ5EjEubWVzc2FnaW5nLmNvbnNvbGUudjEuR2V0Q3JlZGl0TGVkZ2VyRW50cnlSZXF1ZXN0GjIubWVzc2FnaW5nLmNvbnNvbGUudjEuR2V0Q3JlZGl0TGVkZ2VyRW50cnlSZXNwb25zZSJHgtPkkwJBYgVlbnRyeRI4L2NvbnNvbGUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9jcmVkaXRfbGVkZ2VyL3tpZH1iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_protobuf_timestamp]);
 
 /**
  * One change of a workspace's credit balance.
@@ -237,6 +237,56 @@ export const ListCreditLedgerEntriesResponseSchema: GenMessage<ListCreditLedgerE
   messageDesc(file_messaging_console_v1_credits, 4);
 
 /**
+ * Request of GetCreditLedgerEntry.
+ *
+ * @generated from message messaging.console.v1.GetCreditLedgerEntryRequest
+ */
+export type GetCreditLedgerEntryRequest = Message<"messaging.console.v1.GetCreditLedgerEntryRequest"> & {
+  /**
+   * Workspace of the entry. Shape: UUID.
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * Entry identifier: "top_up:<uuid>", "spend:<message id>" or
+   * "refund:<message id>".
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message messaging.console.v1.GetCreditLedgerEntryRequest.
+ * Use `create(GetCreditLedgerEntryRequestSchema)` to create a new message.
+ */
+export const GetCreditLedgerEntryRequestSchema: GenMessage<GetCreditLedgerEntryRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_credits, 5);
+
+/**
+ * Response of GetCreditLedgerEntry: over REST the entry itself.
+ *
+ * @generated from message messaging.console.v1.GetCreditLedgerEntryResponse
+ */
+export type GetCreditLedgerEntryResponse = Message<"messaging.console.v1.GetCreditLedgerEntryResponse"> & {
+  /**
+   * The entry.
+   *
+   * @generated from field: messaging.console.v1.CreditLedgerEntry entry = 1;
+   */
+  entry?: CreditLedgerEntry | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.GetCreditLedgerEntryResponse.
+ * Use `create(GetCreditLedgerEntryResponseSchema)` to create a new message.
+ */
+export const GetCreditLedgerEntryResponseSchema: GenMessage<GetCreditLedgerEntryResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_credits, 6);
+
+/**
  * Kind of a ledger entry. In JSON: "top_up", "spend", "refund".
  *
  * @generated from enum messaging.console.v1.CreditLedgerEntryKind
@@ -303,6 +353,16 @@ export const CreditService: GenService<{
     methodKind: "unary";
     input: typeof ListCreditLedgerEntriesRequestSchema;
     output: typeof ListCreditLedgerEntriesResponseSchema;
+  },
+  /**
+   * Returns one ledger entry of a workspace.
+   *
+   * @generated from rpc messaging.console.v1.CreditService.GetCreditLedgerEntry
+   */
+  getCreditLedgerEntry: {
+    methodKind: "unary";
+    input: typeof GetCreditLedgerEntryRequestSchema;
+    output: typeof GetCreditLedgerEntryResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_messaging_console_v1_credits, 0);
