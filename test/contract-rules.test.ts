@@ -1,12 +1,13 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { create, getOption, hasOption } from "@bufbuild/protobuf";
+import { create, getOption, hasOption, type DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { field as fieldRules } from "../gen/buf/validate/validate_pb.js";
+import { field_behavior, FieldBehavior } from "../gen/google/api/field_behavior_pb.js";
 import { ApiKeyService } from "../gen/messaging/console/v1/api_keys_pb.js";
 import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
-import { CreateApiKeyRequestSchema } from "../gen/messaging/console/v1/api_keys_pb.js";
+import { ApiKeySchema, CreateApiKeyRequestSchema } from "../gen/messaging/console/v1/api_keys_pb.js";
 import { CreateWebhookEndpointRequestSchema } from "../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { parseIpRange } from "../src/auth/ip-allow-list.js";
 import { SCOPES } from "../src/auth/scopes.js";
@@ -42,6 +43,19 @@ describe("the rules in the protos", () => {
       const rules = getOption(pageSize, fieldRules);
       expect(rules.type.case === "int32" && rules.type.value.greaterThan, method.name).toEqual({ case: "gte", value: 0 });
     }
+  });
+
+  it("every field of every request and resource declares its google.api.field_behavior (AIP-203)", () => {
+    const messages = [...PUBLIC_API_FILES, ...CONSOLE_API_FILES].flatMap((f) => f.messages).filter((m) => !m.name.endsWith("Response"));
+    expect(messages.length).toBeGreaterThan(80);
+    const missing = messages.flatMap((m) => m.fields.filter((f) => getOption(f, field_behavior).length === 0).map((f) => `${m.typeName}.${f.name}`));
+    expect(missing).toEqual([]);
+    const behaviorOf = (m: DescMessage, name: string) => getOption(m.fields.find((f) => f.name === name)!, field_behavior);
+    expect(behaviorOf(CreateApiKeyRequestSchema, "name")).toEqual([FieldBehavior.REQUIRED]);
+    expect(behaviorOf(ApiKeySchema, "id")).toEqual([FieldBehavior.IDENTIFIER]);
+    expect(behaviorOf(ApiKeySchema, "name")).toEqual([FieldBehavior.OPTIONAL]);
+    expect(behaviorOf(ApiKeySchema, "workspace_id")).toEqual([FieldBehavior.IMMUTABLE]);
+    expect(behaviorOf(ApiKeySchema, "created_at")).toEqual([FieldBehavior.OUTPUT_ONLY]);
   });
 
   it("the allowed scopes and event types are the service's own lists", () => {

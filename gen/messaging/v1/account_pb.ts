@@ -5,13 +5,14 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
+import { file_google_api_field_behavior } from "../../google/api/field_behavior_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file messaging/v1/account.proto.
  */
 export const file_messaging_v1_account: GenFile = /*@__PURE__*/
-  fileDesc("ChptZXNzYWdpbmcvdjEvYWNjb3VudC5wcm90bxIMbWVzc2FnaW5nLnYxIg4KDEdldE1lUmVxdWVzdCJpCg1HZXRNZVJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSKAoDa2V5GAIgASgLMhsubWVzc2FnaW5nLnYxLkFwaUtleVN1bW1hcnkSGgoScmF0ZV9saW1pdF9wZXJfbWluGAMgASgFIjkKDUFwaUtleVN1bW1hcnkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIOCgZzY29wZXMYAyADKAkyYgoOQWNjb3VudFNlcnZpY2USUAoFR2V0TWUSGi5tZXNzYWdpbmcudjEuR2V0TWVSZXF1ZXN0GhsubWVzc2FnaW5nLnYxLkdldE1lUmVzcG9uc2UiDoLT5JMCCBIGL3YxL21lYgZwcm90bzM", [file_google_api_annotations]);
+  fileDesc("ChptZXNzYWdpbmcvdjEvYWNjb3VudC5wcm90bxIMbWVzc2FnaW5nLnYxIg4KDEdldE1lUmVxdWVzdCJpCg1HZXRNZVJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSKAoDa2V5GAIgASgLMhsubWVzc2FnaW5nLnYxLkFwaUtleVN1bW1hcnkSGgoScmF0ZV9saW1pdF9wZXJfbWluGAMgASgFIkgKDUFwaUtleVN1bW1hcnkSDwoCaWQYASABKAlCA+BBAxIRCgRuYW1lGAIgASgJQgPgQQMSEwoGc2NvcGVzGAMgAygJQgPgQQMyYgoOQWNjb3VudFNlcnZpY2USUAoFR2V0TWUSGi5tZXNzYWdpbmcudjEuR2V0TWVSZXF1ZXN0GhsubWVzc2FnaW5nLnYxLkdldE1lUmVzcG9uc2UiDoLT5JMCCBIGL3YxL21lYgZwcm90bzM", [file_google_api_annotations, file_google_api_field_behavior]);
 
 /**
  * Request of GetMe. It has no fields.

@@ -5,6 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
+import { file_google_api_field_behavior } from "../../google/api/field_behavior_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import { file_messaging_v1_options } from "./options_pb.js";
@@ -14,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file messaging/v1/webhooks.proto.
  */
 export const file_messaging_v1_webhooks: GenFile = /*@__PURE__*/
-  fileDesc("ChttZXNzYWdpbmcvdjEvd2ViaG9va3MucHJvdG8SDG1lc3NhZ2luZy52MSLdAQoHV2ViaG9vaxIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSDAoEbmFtZRgDIAEoCRILCgN1cmwYBCABKAkSEwoLc2VjcmV0X2hpbnQYBSABKAkSDgoGZXZlbnRzGAYgAygJEg8KB2VuYWJsZWQYByABKAgSHAoPZGlzYWJsZWRfcmVhc29uGAggASgJSACIAQESMwoPbGFzdF9zdWNjZXNzX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEISChBfZGlzYWJsZWRfcmVhc29uIhUKE0xpc3RXZWJob29rc1JlcXVlc3QiWgoUTGlzdFdlYmhvb2tzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEiMKBGRhdGEYAiADKAsyFS5tZXNzYWdpbmcudjEuV2ViaG9vaxINCgV0b3RhbBgDIAEoBTKNAQoOV2ViaG9va1NlcnZpY2USewoMTGlzdFdlYmhvb2tzEiEubWVzc2FnaW5nLnYxLkxpc3RXZWJob29rc1JlcXVlc3QaIi5tZXNzYWdpbmcudjEuTGlzdFdlYmhvb2tzUmVzcG9uc2UiJIq1GA13ZWJob29rczpyZWFkgtPkkwINEgsvdjEvd2ViaG9va2IGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_timestamp, file_messaging_v1_options]);
+  fileDesc("ChttZXNzYWdpbmcvdjEvd2ViaG9va3MucHJvdG8SDG1lc3NhZ2luZy52MSKKAgoHV2ViaG9vaxIPCgJpZBgBIAEoCUID4EEDEhMKBm9iamVjdBgCIAEoCUID4EEDEhEKBG5hbWUYAyABKAlCA+BBAxIQCgN1cmwYBCABKAlCA+BBAxIYCgtzZWNyZXRfaGludBgFIAEoCUID4EEDEhMKBmV2ZW50cxgGIAMoCUID4EEDEhQKB2VuYWJsZWQYByABKAhCA+BBAxIhCg9kaXNhYmxlZF9yZWFzb24YCCABKAlCA+BBA0gAiAEBEjgKD2xhc3Rfc3VjY2Vzc19hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBA0ISChBfZGlzYWJsZWRfcmVhc29uIhUKE0xpc3RXZWJob29rc1JlcXVlc3QiWgoUTGlzdFdlYmhvb2tzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEiMKBGRhdGEYAiADKAsyFS5tZXNzYWdpbmcudjEuV2ViaG9vaxINCgV0b3RhbBgDIAEoBTKNAQoOV2ViaG9va1NlcnZpY2USewoMTGlzdFdlYmhvb2tzEiEubWVzc2FnaW5nLnYxLkxpc3RXZWJob29rc1JlcXVlc3QaIi5tZXNzYWdpbmcudjEuTGlzdFdlYmhvb2tzUmVzcG9uc2UiJIq1GA13ZWJob29rczpyZWFkgtPkkwINEgsvdjEvd2ViaG9va2IGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_timestamp, file_messaging_v1_options]);
 
 /**
  * A webhook endpoint (spec §Resources, "Webhook endpoint").

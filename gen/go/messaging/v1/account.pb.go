@@ -191,17 +191,17 @@ var File_messaging_v1_account_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_account_proto_rawDesc = "" +
 	"\n" +
-	"\x1amessaging/v1/account.proto\x12\fmessaging.v1\x1a\x1cgoogle/api/annotations.proto\"\x0e\n" +
+	"\x1amessaging/v1/account.proto\x12\fmessaging.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\"\x0e\n" +
 	"\fGetMeRequest\"\x8a\x01\n" +
 	"\rGetMeResponse\x12\x1d\n" +
 	"\n" +
 	"account_id\x18\x01 \x01(\tR\taccountId\x12-\n" +
 	"\x03key\x18\x02 \x01(\v2\x1b.messaging.v1.ApiKeySummaryR\x03key\x12+\n" +
-	"\x12rate_limit_per_min\x18\x03 \x01(\x05R\x0frateLimitPerMin\"K\n" +
-	"\rApiKeySummary\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
-	"\x06scopes\x18\x03 \x03(\tR\x06scopes2b\n" +
+	"\x12rate_limit_per_min\x18\x03 \x01(\x05R\x0frateLimitPerMin\"Z\n" +
+	"\rApiKeySummary\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x03R\x02id\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tB\x03\xe0A\x03R\x04name\x12\x1b\n" +
+	"\x06scopes\x18\x03 \x03(\tB\x03\xe0A\x03R\x06scopes2b\n" +
 	"\x0eAccountService\x12P\n" +
 	"\x05GetMe\x12\x1a.messaging.v1.GetMeRequest\x1a\x1b.messaging.v1.GetMeResponse\"\x0e\x82\xd3\xe4\x93\x02\b\x12\x06/v1/meB\xa4\x01\n" +
 	"\x10com.messaging.v1B\fAccountProtoP\x01Z1messaging-service/gen/go/messaging/v1;messagingv1\xa2\x02\x03MXX\xaa\x02\fMessaging.V1\xca\x02\fMessaging\\V1\xe2\x02\x18Messaging\\V1\\GPBMetadata\xea\x02\rMessaging::V1b\x06proto3"

@@ -7,6 +7,7 @@
 package messagingv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -297,34 +298,34 @@ var File_messaging_v1_events_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"\x19messaging/v1/events.proto\x12\fmessaging.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!messaging/v1/flow_responses.proto\x1a\x1bmessaging/v1/messages.proto\"\xa1\x01\n" +
-	"\fMessageEvent\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04type\x18\x02 \x01(\tR\x04type\x129\n" +
+	"\x19messaging/v1/events.proto\x12\fmessaging.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!messaging/v1/flow_responses.proto\x1a\x1bmessaging/v1/messages.proto\"\xb5\x01\n" +
+	"\fMessageEvent\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x03R\x02id\x12\x17\n" +
+	"\x04type\x18\x02 \x01(\tB\x03\xe0A\x03R\x04type\x12>\n" +
 	"\n" +
-	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x122\n" +
-	"\x04data\x18\x04 \x01(\v2\x1e.messaging.v1.MessageEventDataR\x04data\"\xfc\x02\n" +
-	"\x10MessageEventData\x12\x1d\n" +
+	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tcreatedAt\x127\n" +
+	"\x04data\x18\x04 \x01(\v2\x1e.messaging.v1.MessageEventDataB\x03\xe0A\x03R\x04data\"\xa9\x03\n" +
+	"\x10MessageEventData\x12\"\n" +
 	"\n" +
-	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x0e\n" +
-	"\x02to\x18\x02 \x01(\tR\x02to\x12\x16\n" +
-	"\x06status\x18\x03 \x01(\tR\x06status\x12\"\n" +
-	"\rwa_message_id\x18\x04 \x01(\tR\vwaMessageId\x12;\n" +
-	"\voccurred_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"occurredAt\x120\n" +
-	"\x05error\x18\x06 \x01(\v2\x1a.messaging.v1.MessageErrorR\x05error\x12\x17\n" +
-	"\x04from\x18\a \x01(\tH\x00R\x04from\x88\x01\x01\x12\x17\n" +
-	"\x04text\x18\b \x01(\tH\x01R\x04text\x88\x01\x01\x122\n" +
-	"\x13reply_to_message_id\x18\t \x01(\tH\x02R\x10replyToMessageId\x88\x01\x01B\a\n" +
+	"message_id\x18\x01 \x01(\tB\x03\xe0A\x03R\tmessageId\x12\x13\n" +
+	"\x02to\x18\x02 \x01(\tB\x03\xe0A\x03R\x02to\x12\x1b\n" +
+	"\x06status\x18\x03 \x01(\tB\x03\xe0A\x03R\x06status\x12'\n" +
+	"\rwa_message_id\x18\x04 \x01(\tB\x03\xe0A\x03R\vwaMessageId\x12@\n" +
+	"\voccurred_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
+	"occurredAt\x125\n" +
+	"\x05error\x18\x06 \x01(\v2\x1a.messaging.v1.MessageErrorB\x03\xe0A\x03R\x05error\x12\x1c\n" +
+	"\x04from\x18\a \x01(\tB\x03\xe0A\x03H\x00R\x04from\x88\x01\x01\x12\x1c\n" +
+	"\x04text\x18\b \x01(\tB\x03\xe0A\x03H\x01R\x04text\x88\x01\x01\x127\n" +
+	"\x13reply_to_message_id\x18\t \x01(\tB\x03\xe0A\x03H\x02R\x10replyToMessageId\x88\x01\x01B\a\n" +
 	"\x05_fromB\a\n" +
 	"\x05_textB\x16\n" +
-	"\x14_reply_to_message_id\"\xa3\x01\n" +
-	"\x12FlowCompletedEvent\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04type\x18\x02 \x01(\tR\x04type\x129\n" +
+	"\x14_reply_to_message_id\"\xb7\x01\n" +
+	"\x12FlowCompletedEvent\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x03R\x02id\x12\x17\n" +
+	"\x04type\x18\x02 \x01(\tB\x03\xe0A\x03R\x04type\x12>\n" +
 	"\n" +
-	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12.\n" +
-	"\x04data\x18\x04 \x01(\v2\x1a.messaging.v1.FlowResponseR\x04dataB\xa3\x01\n" +
+	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tcreatedAt\x123\n" +
+	"\x04data\x18\x04 \x01(\v2\x1a.messaging.v1.FlowResponseB\x03\xe0A\x03R\x04dataB\xa3\x01\n" +
 	"\x10com.messaging.v1B\vEventsProtoP\x01Z1messaging-service/gen/go/messaging/v1;messagingv1\xa2\x02\x03MXX\xaa\x02\fMessaging.V1\xca\x02\fMessaging\\V1\xe2\x02\x18Messaging\\V1\\GPBMetadata\xea\x02\rMessaging::V1b\x06proto3"
 
 var (

@@ -599,7 +599,7 @@ var File_messaging_v1_flow_responses_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_flow_responses_proto_rawDesc = "" +
 	"\n" +
-	"!messaging/v1/flow_responses.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xd7\x03\n" +
+	"!messaging/v1/flow_responses.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xd7\x03\n" +
 	"\fFlowResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06object\x18\x02 \x01(\tR\x06object\x12\x1d\n" +
@@ -620,44 +620,45 @@ const file_messaging_v1_flow_responses_proto_rawDesc = "" +
 	"\n" +
 	"\b_flow_idB\x14\n" +
 	"\x12_source_message_idB\x0e\n" +
-	"\f_template_id\"\xf8\x01\n" +
-	"\x10FlowResponseFile\x12\x14\n" +
-	"\x05field\x18\x01 \x01(\tR\x05field\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x1b\n" +
-	"\tfile_name\x18\x03 \x01(\tR\bfileName\x12\x1b\n" +
-	"\tmime_type\x18\x04 \x01(\tR\bmimeType\x12\"\n" +
+	"\f_template_id\"\x9b\x02\n" +
+	"\x10FlowResponseFile\x12\x19\n" +
+	"\x05field\x18\x01 \x01(\tB\x03\xe0A\x03R\x05field\x12\x19\n" +
+	"\x05index\x18\x02 \x01(\x05B\x03\xe0A\x03R\x05index\x12 \n" +
+	"\tfile_name\x18\x03 \x01(\tB\x03\xe0A\x03R\bfileName\x12 \n" +
+	"\tmime_type\x18\x04 \x01(\tB\x03\xe0A\x03R\bmimeType\x12'\n" +
 	"\n" +
-	"size_bytes\x18\x05 \x01(\x03H\x00R\tsizeBytes\x88\x01\x01\x12\x19\n" +
-	"\x05error\x18\x06 \x01(\tH\x01R\x05error\x88\x01\x01\x12\x1b\n" +
-	"\x06sha256\x18\a \x01(\tH\x02R\x06sha256\x88\x01\x01B\r\n" +
+	"size_bytes\x18\x05 \x01(\x03B\x03\xe0A\x03H\x00R\tsizeBytes\x88\x01\x01\x12\x1e\n" +
+	"\x05error\x18\x06 \x01(\tB\x03\xe0A\x03H\x01R\x05error\x88\x01\x01\x12 \n" +
+	"\x06sha256\x18\a \x01(\tB\x03\xe0A\x03H\x02R\x06sha256\x88\x01\x01B\r\n" +
 	"\v_size_bytesB\b\n" +
 	"\x06_errorB\t\n" +
-	"\a_sha256\"\x86\x04\n" +
-	"\x18ListFlowResponsesRequest\x12$\n" +
-	"\tpage_size\x18\x01 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
+	"\a_sha256\"\xa5\x04\n" +
+	"\x18ListFlowResponsesRequest\x12'\n" +
+	"\tpage_size\x18\x01 \x01(\x05B\n" +
+	"\xe0A\x01\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\"\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\x12%\n" +
-	"\aflow_id\x18\x03 \x01(\tB\f\xbaH\t\xd8\x01\x01r\x04\xf0\xb5\x18\x01R\x06flowId\x12\x1d\n" +
+	"page_token\x18\x02 \x01(\tB\x03\xe0A\x01R\tpageToken\x12(\n" +
+	"\aflow_id\x18\x03 \x01(\tB\x0f\xe0A\x01\xbaH\t\xd8\x01\x01r\x04\xf0\xb5\x18\x01R\x06flowId\x12\"\n" +
 	"\n" +
-	"flow_token\x18\x04 \x01(\tR\tflowToken\x12\x1d\n" +
+	"flow_token\x18\x04 \x01(\tB\x03\xe0A\x01R\tflowToken\x12\"\n" +
 	"\n" +
-	"message_id\x18\x05 \x01(\tR\tmessageId\x12A\n" +
-	"\x0ereceived_after\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rreceivedAfter\x12C\n" +
-	"\x0freceived_before\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x0ereceivedBefore:\xb7\x01\xbaH\xb3\x01\x1a\xb0\x01\n" +
+	"message_id\x18\x05 \x01(\tB\x03\xe0A\x01R\tmessageId\x12F\n" +
+	"\x0ereceived_after\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x01R\rreceivedAfter\x12H\n" +
+	"\x0freceived_before\x18\a \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x01R\x0ereceivedBefore:\xb7\x01\xbaH\xb3\x01\x1a\xb0\x01\n" +
 	"$received_before.after_received_after\x12!must be later than received_after\x1ae!has(this.received_after) || !has(this.received_before) || this.received_before > this.received_after\"\xba\x01\n" +
 	"\x19ListFlowResponsesResponse\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12.\n" +
 	"\x04data\x18\x02 \x03(\v2\x1a.messaging.v1.FlowResponseR\x04data\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\x05R\x05total\x12+\n" +
 	"\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01B\x12\n" +
-	"\x10_next_page_token\"(\n" +
-	"\x16GetFlowResponseRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"Z\n" +
+	"\x10_next_page_token\"-\n" +
+	"\x16GetFlowResponseRequest\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x02R\x02id\"Z\n" +
 	"\x17GetFlowResponseResponse\x12?\n" +
-	"\rflow_response\x18\x01 \x01(\v2\x1a.messaging.v1.FlowResponseR\fflowResponse\"B\n" +
-	"\x1aGetFlowResponseFileRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x05R\x05index2\xf7\x03\n" +
+	"\rflow_response\x18\x01 \x01(\v2\x1a.messaging.v1.FlowResponseR\fflowResponse\"L\n" +
+	"\x1aGetFlowResponseFileRequest\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x02R\x02id\x12\x19\n" +
+	"\x05index\x18\x02 \x01(\x05B\x03\xe0A\x01R\x05index2\xf7\x03\n" +
 	"\x13FlowResponseService\x12\x97\x01\n" +
 	"\x11ListFlowResponses\x12&.messaging.v1.ListFlowResponsesRequest\x1a'.messaging.v1.ListFlowResponsesResponse\"1\x8a\xb5\x18\x13flow_responses:read\x82\xd3\xe4\x93\x02\x14\x12\x12/v1/flow_responses\x12\xa5\x01\n" +
 	"\x0fGetFlowResponse\x12$.messaging.v1.GetFlowResponseRequest\x1a%.messaging.v1.GetFlowResponseResponse\"E\x8a\xb5\x18\x13flow_responses:read\x82\xd3\xe4\x93\x02(b\rflow_response\x12\x17/v1/flow_responses/{id}\x12\x9d\x01\n" +

@@ -786,64 +786,65 @@ var File_messaging_v1_messages_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\n" +
-	"\x1bmessaging/v1/messages.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\x9c\x01\n" +
-	"\x12SendMessageRequest\x12\x19\n" +
-	"\x02to\x18\x01 \x01(\tB\t\xbaH\x06r\x04е\x18\x01R\x02to\x12$\n" +
-	"\x06sender\x18\x02 \x01(\tB\f\xbaH\tr\aڵ\x18\x03sndR\x06sender\x12E\n" +
-	"\btemplate\x18\x03 \x01(\v2!.messaging.v1.SendMessageTemplateB\x06\xbaH\x03\xc8\x01\x01R\btemplate\"\x8f\x02\n" +
-	"\x13SendMessageTemplate\x12\x1c\n" +
-	"\x02id\x18\x01 \x01(\tB\f\xbaH\tr\aڵ\x18\x03tplR\x02id\x12a\n" +
-	"\tvariables\x18\x02 \x03(\v20.messaging.v1.SendMessageTemplate.VariablesEntryB\x11\xbaH\x0e\x9a\x01\v*\tr\a\xf8\xb5\x18\x01\x18\x80\bR\tvariables\x129\n" +
-	"\x04flow\x18\x03 \x01(\v2%.messaging.v1.SendMessageTemplateFlowR\x04flow\x1a<\n" +
+	"\x1bmessaging/v1/messages.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xa5\x01\n" +
+	"\x12SendMessageRequest\x12\x1c\n" +
+	"\x02to\x18\x01 \x01(\tB\f\xe0A\x02\xbaH\x06r\x04е\x18\x01R\x02to\x12'\n" +
+	"\x06sender\x18\x02 \x01(\tB\x0f\xe0A\x02\xbaH\tr\aڵ\x18\x03sndR\x06sender\x12H\n" +
+	"\btemplate\x18\x03 \x01(\v2!.messaging.v1.SendMessageTemplateB\t\xe0A\x02\xbaH\x03\xc8\x01\x01R\btemplate\"\x9a\x02\n" +
+	"\x13SendMessageTemplate\x12\x1f\n" +
+	"\x02id\x18\x01 \x01(\tB\x0f\xe0A\x02\xbaH\tr\aڵ\x18\x03tplR\x02id\x12d\n" +
+	"\tvariables\x18\x02 \x03(\v20.messaging.v1.SendMessageTemplate.VariablesEntryB\x14\xe0A\x01\xbaH\x0e\x9a\x01\v*\tr\a\xf8\xb5\x18\x01\x18\x80\bR\tvariables\x12>\n" +
+	"\x04flow\x18\x03 \x01(\v2%.messaging.v1.SendMessageTemplateFlowB\x03\xe0A\x01R\x04flow\x1a<\n" +
 	"\x0eVariablesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"=\n" +
-	"\x17SendMessageTemplateFlow\x12\"\n" +
-	"\x05token\x18\x01 \x01(\tB\f\xbaH\tr\a\xe8\xb5\x18\x01\x18\xc8\x01R\x05token\"F\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"@\n" +
+	"\x17SendMessageTemplateFlow\x12%\n" +
+	"\x05token\x18\x01 \x01(\tB\x0f\xe0A\x01\xbaH\tr\a\xe8\xb5\x18\x01\x18\xc8\x01R\x05token\"F\n" +
 	"\x13SendMessageResponse\x12/\n" +
-	"\amessage\x18\x01 \x01(\v2\x15.messaging.v1.MessageR\amessage\"#\n" +
-	"\x11GetMessageRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"E\n" +
+	"\amessage\x18\x01 \x01(\v2\x15.messaging.v1.MessageR\amessage\"(\n" +
+	"\x11GetMessageRequest\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x02R\x02id\"E\n" +
 	"\x12GetMessageResponse\x12/\n" +
-	"\amessage\x18\x01 \x01(\v2\x15.messaging.v1.MessageR\amessage\"\xad\x01\n" +
-	"\x13ListMessagesRequest\x12$\n" +
-	"\tpage_size\x18\x01 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
+	"\amessage\x18\x01 \x01(\v2\x15.messaging.v1.MessageR\amessage\"\xbd\x01\n" +
+	"\x13ListMessagesRequest\x12'\n" +
+	"\tpage_size\x18\x01 \x01(\x05B\n" +
+	"\xe0A\x01\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\"\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\x123\n" +
-	"\x06status\x18\x03 \x01(\x0e2\x1b.messaging.v1.MessageStatusR\x06status\x12\x1c\n" +
-	"\x02to\x18\x04 \x01(\tB\f\xbaH\t\xd8\x01\x01r\x04е\x18\x01R\x02to\"\xb0\x01\n" +
+	"page_token\x18\x02 \x01(\tB\x03\xe0A\x01R\tpageToken\x128\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x1b.messaging.v1.MessageStatusB\x03\xe0A\x01R\x06status\x12\x1f\n" +
+	"\x02to\x18\x04 \x01(\tB\x0f\xe0A\x01\xbaH\t\xd8\x01\x01r\x04е\x18\x01R\x02to\"\xb0\x01\n" +
 	"\x14ListMessagesResponse\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12)\n" +
 	"\x04data\x18\x02 \x03(\v2\x15.messaging.v1.MessageR\x04data\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\x05R\x05total\x12+\n" +
 	"\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01B\x12\n" +
-	"\x10_next_page_token\"\x95\x05\n" +
-	"\aMessage\x12\x1d\n" +
+	"\x10_next_page_token\"\xe0\x05\n" +
+	"\aMessage\x12\"\n" +
 	"\n" +
-	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x16\n" +
-	"\x06object\x18\x02 \x01(\tR\x06object\x12\x0e\n" +
-	"\x02to\x18\x03 \x01(\tR\x02to\x12\x16\n" +
-	"\x06sender\x18\x04 \x01(\tR\x06sender\x12\x1f\n" +
-	"\vtemplate_id\x18\x05 \x01(\tR\n" +
-	"templateId\x12\"\n" +
+	"message_id\x18\x01 \x01(\tB\x03\xe0A\x03R\tmessageId\x12\x1b\n" +
+	"\x06object\x18\x02 \x01(\tB\x03\xe0A\x03R\x06object\x12\x13\n" +
+	"\x02to\x18\x03 \x01(\tB\x03\xe0A\x05R\x02to\x12\x1b\n" +
+	"\x06sender\x18\x04 \x01(\tB\x03\xe0A\x05R\x06sender\x12$\n" +
+	"\vtemplate_id\x18\x05 \x01(\tB\x03\xe0A\x03R\n" +
+	"templateId\x12'\n" +
 	"\n" +
-	"flow_token\x18\x06 \x01(\tH\x00R\tflowToken\x88\x01\x01\x123\n" +
-	"\x06status\x18\a \x01(\x0e2\x1b.messaging.v1.MessageStatusR\x06status\x12'\n" +
-	"\rwa_message_id\x18\b \x01(\tH\x01R\vwaMessageId\x88\x01\x01\x120\n" +
-	"\x05error\x18\t \x01(\v2\x1a.messaging.v1.MessageErrorR\x05error\x12\x18\n" +
+	"flow_token\x18\x06 \x01(\tB\x03\xe0A\x03H\x00R\tflowToken\x88\x01\x01\x128\n" +
+	"\x06status\x18\a \x01(\x0e2\x1b.messaging.v1.MessageStatusB\x03\xe0A\x03R\x06status\x12,\n" +
+	"\rwa_message_id\x18\b \x01(\tB\x03\xe0A\x03H\x01R\vwaMessageId\x88\x01\x01\x125\n" +
+	"\x05error\x18\t \x01(\v2\x1a.messaging.v1.MessageErrorB\x03\xe0A\x03R\x05error\x12\x1d\n" +
 	"\acredits\x18\n" +
-	" \x01(\x03R\acredits\x129\n" +
+	" \x01(\x03B\x03\xe0A\x03R\acredits\x12>\n" +
 	"\n" +
-	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x123\n" +
-	"\asent_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x06sentAt\x12=\n" +
-	"\fdelivered_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\vdeliveredAt\x123\n" +
-	"\aread_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x06readAt\x127\n" +
-	"\tfailed_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\bfailedAtB\r\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tcreatedAt\x128\n" +
+	"\asent_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\x06sentAt\x12B\n" +
+	"\fdelivered_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\vdeliveredAt\x128\n" +
+	"\aread_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\x06readAt\x12<\n" +
+	"\tfailed_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\bfailedAtB\r\n" +
 	"\v_flow_tokenB\x10\n" +
-	"\x0e_wa_message_id\"8\n" +
-	"\fMessageError\x12\x12\n" +
-	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x14\n" +
-	"\x05title\x18\x02 \x01(\tR\x05title*\xb7\x01\n" +
+	"\x0e_wa_message_id\"B\n" +
+	"\fMessageError\x12\x17\n" +
+	"\x04code\x18\x01 \x01(\x05B\x03\xe0A\x03R\x04code\x12\x19\n" +
+	"\x05title\x18\x02 \x01(\tB\x03\xe0A\x03R\x05title*\xb7\x01\n" +
 	"\rMessageStatus\x12\x1e\n" +
 	"\x1aMESSAGE_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17MESSAGE_STATUS_ACCEPTED\x10\x01\x12\x17\n" +

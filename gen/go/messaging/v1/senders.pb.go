@@ -301,19 +301,20 @@ var File_messaging_v1_senders_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_senders_proto_rawDesc = "" +
 	"\n" +
-	"\x1amessaging/v1/senders.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xd6\x01\n" +
-	"\x06Sender\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
-	"\x06object\x18\x02 \x01(\tR\x06object\x12!\n" +
-	"\fphone_number\x18\x03 \x01(\tR\vphoneNumber\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\x122\n" +
-	"\x06status\x18\x05 \x01(\x0e2\x1a.messaging.v1.SenderStatusR\x06status\x129\n" +
+	"\x1amessaging/v1/senders.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xf4\x01\n" +
+	"\x06Sender\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x03R\x02id\x12\x1b\n" +
+	"\x06object\x18\x02 \x01(\tB\x03\xe0A\x03R\x06object\x12&\n" +
+	"\fphone_number\x18\x03 \x01(\tB\x03\xe0A\x05R\vphoneNumber\x12\x17\n" +
+	"\x04name\x18\x04 \x01(\tB\x03\xe0A\x05R\x04name\x127\n" +
+	"\x06status\x18\x05 \x01(\x0e2\x1a.messaging.v1.SenderStatusB\x03\xe0A\x03R\x06status\x12>\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"Y\n" +
-	"\x12ListSendersRequest\x12$\n" +
-	"\tpage_size\x18\x01 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tcreatedAt\"a\n" +
+	"\x12ListSendersRequest\x12'\n" +
+	"\tpage_size\x18\x01 \x01(\x05B\n" +
+	"\xe0A\x01\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\"\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"\xae\x01\n" +
+	"page_token\x18\x02 \x01(\tB\x03\xe0A\x01R\tpageToken\"\xae\x01\n" +
 	"\x13ListSendersResponse\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12(\n" +
 	"\x04data\x18\x02 \x03(\v2\x14.messaging.v1.SenderR\x04data\x12\x14\n" +

@@ -437,28 +437,29 @@ var File_messaging_v1_templates_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_templates_proto_rawDesc = "" +
 	"\n" +
-	"\x1cmessaging/v1/templates.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xd5\x02\n" +
-	"\bTemplate\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
-	"\x06object\x18\x02 \x01(\tR\x06object\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1a\n" +
-	"\blanguage\x18\x04 \x01(\tR\blanguage\x124\n" +
-	"\x06status\x18\x05 \x01(\x0e2\x1c.messaging.v1.TemplateStatusR\x06status\x12\x12\n" +
-	"\x04body\x18\x06 \x01(\tR\x04body\x12<\n" +
-	"\tvariables\x18\a \x03(\v2\x1e.messaging.v1.TemplateVariableR\tvariables\x12.\n" +
-	"\x04flow\x18\b \x01(\v2\x1a.messaging.v1.TemplateFlowR\x04flow\x129\n" +
+	"\x1cmessaging/v1/templates.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\x82\x03\n" +
+	"\bTemplate\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x03R\x02id\x12\x1b\n" +
+	"\x06object\x18\x02 \x01(\tB\x03\xe0A\x03R\x06object\x12\x17\n" +
+	"\x04name\x18\x03 \x01(\tB\x03\xe0A\x05R\x04name\x12\x1f\n" +
+	"\blanguage\x18\x04 \x01(\tB\x03\xe0A\x05R\blanguage\x129\n" +
+	"\x06status\x18\x05 \x01(\x0e2\x1c.messaging.v1.TemplateStatusB\x03\xe0A\x03R\x06status\x12\x17\n" +
+	"\x04body\x18\x06 \x01(\tB\x03\xe0A\x05R\x04body\x12A\n" +
+	"\tvariables\x18\a \x03(\v2\x1e.messaging.v1.TemplateVariableB\x03\xe0A\x03R\tvariables\x123\n" +
+	"\x04flow\x18\b \x01(\v2\x1a.messaging.v1.TemplateFlowB\x03\xe0A\x03R\x04flow\x12>\n" +
 	"\n" +
-	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\\\n" +
-	"\x10TemplateVariable\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
-	"\brequired\x18\x02 \x01(\bR\brequired\x12\x18\n" +
-	"\aexample\x18\x03 \x01(\tR\aexample\"'\n" +
-	"\fTemplateFlow\x12\x17\n" +
-	"\aflow_id\x18\x01 \x01(\tR\x06flowId\"[\n" +
-	"\x14ListTemplatesRequest\x12$\n" +
-	"\tpage_size\x18\x01 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
+	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tcreatedAt\"k\n" +
+	"\x10TemplateVariable\x12\x17\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\x03R\x04name\x12\x1f\n" +
+	"\brequired\x18\x02 \x01(\bB\x03\xe0A\x03R\brequired\x12\x1d\n" +
+	"\aexample\x18\x03 \x01(\tB\x03\xe0A\x03R\aexample\",\n" +
+	"\fTemplateFlow\x12\x1c\n" +
+	"\aflow_id\x18\x01 \x01(\tB\x03\xe0A\x03R\x06flowId\"c\n" +
+	"\x14ListTemplatesRequest\x12'\n" +
+	"\tpage_size\x18\x01 \x01(\x05B\n" +
+	"\xe0A\x01\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\"\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"\xb2\x01\n" +
+	"page_token\x18\x02 \x01(\tB\x03\xe0A\x01R\tpageToken\"\xb2\x01\n" +
 	"\x15ListTemplatesResponse\x12\x16\n" +
 	"\x06object\x18\x01 \x01(\tR\x06object\x12*\n" +
 	"\x04data\x18\x02 \x03(\v2\x16.messaging.v1.TemplateR\x04data\x12\x14\n" +

@@ -247,18 +247,18 @@ var File_messaging_v1_webhooks_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_webhooks_proto_rawDesc = "" +
 	"\n" +
-	"\x1bmessaging/v1/webhooks.proto\x12\fmessaging.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xb0\x02\n" +
-	"\aWebhook\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
-	"\x06object\x18\x02 \x01(\tR\x06object\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\x12\x10\n" +
-	"\x03url\x18\x04 \x01(\tR\x03url\x12\x1f\n" +
-	"\vsecret_hint\x18\x05 \x01(\tR\n" +
-	"secretHint\x12\x16\n" +
-	"\x06events\x18\x06 \x03(\tR\x06events\x12\x18\n" +
-	"\aenabled\x18\a \x01(\bR\aenabled\x12,\n" +
-	"\x0fdisabled_reason\x18\b \x01(\tH\x00R\x0edisabledReason\x88\x01\x01\x12B\n" +
-	"\x0flast_success_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\rlastSuccessAtB\x12\n" +
+	"\x1bmessaging/v1/webhooks.proto\x12\fmessaging.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xdd\x02\n" +
+	"\aWebhook\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x03R\x02id\x12\x1b\n" +
+	"\x06object\x18\x02 \x01(\tB\x03\xe0A\x03R\x06object\x12\x17\n" +
+	"\x04name\x18\x03 \x01(\tB\x03\xe0A\x03R\x04name\x12\x15\n" +
+	"\x03url\x18\x04 \x01(\tB\x03\xe0A\x03R\x03url\x12$\n" +
+	"\vsecret_hint\x18\x05 \x01(\tB\x03\xe0A\x03R\n" +
+	"secretHint\x12\x1b\n" +
+	"\x06events\x18\x06 \x03(\tB\x03\xe0A\x03R\x06events\x12\x1d\n" +
+	"\aenabled\x18\a \x01(\bB\x03\xe0A\x03R\aenabled\x121\n" +
+	"\x0fdisabled_reason\x18\b \x01(\tB\x03\xe0A\x03H\x00R\x0edisabledReason\x88\x01\x01\x12G\n" +
+	"\x0flast_success_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\rlastSuccessAtB\x12\n" +
 	"\x10_disabled_reason\"\x15\n" +
 	"\x13ListWebhooksRequest\"o\n" +
 	"\x14ListWebhooksResponse\x12\x16\n" +

@@ -23,23 +23,30 @@ _sym_db = _symbol_database.Default()
 
 
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
+from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1amessaging/v1/account.proto\x12\x0cmessaging.v1\x1a\x1cgoogle/api/annotations.proto\"\x0e\n\x0cGetMeRequest\"\x8a\x01\n\rGetMeResponse\x12\x1d\n\naccount_id\x18\x01 \x01(\tR\taccountId\x12-\n\x03key\x18\x02 \x01(\x0b\x32\x1b.messaging.v1.ApiKeySummaryR\x03key\x12+\n\x12rate_limit_per_min\x18\x03 \x01(\x05R\x0frateLimitPerMin\"K\n\rApiKeySummary\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n\x06scopes\x18\x03 \x03(\tR\x06scopes2b\n\x0e\x41\x63\x63ountService\x12P\n\x05GetMe\x12\x1a.messaging.v1.GetMeRequest\x1a\x1b.messaging.v1.GetMeResponse\"\x0e\x82\xd3\xe4\x93\x02\x08\x12\x06/v1/meb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1amessaging/v1/account.proto\x12\x0cmessaging.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\"\x0e\n\x0cGetMeRequest\"\x8a\x01\n\rGetMeResponse\x12\x1d\n\naccount_id\x18\x01 \x01(\tR\taccountId\x12-\n\x03key\x18\x02 \x01(\x0b\x32\x1b.messaging.v1.ApiKeySummaryR\x03key\x12+\n\x12rate_limit_per_min\x18\x03 \x01(\x05R\x0frateLimitPerMin\"Z\n\rApiKeySummary\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x02id\x12\x17\n\x04name\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x04name\x12\x1b\n\x06scopes\x18\x03 \x03(\tB\x03\xe0\x41\x03R\x06scopes2b\n\x0e\x41\x63\x63ountService\x12P\n\x05GetMe\x12\x1a.messaging.v1.GetMeRequest\x1a\x1b.messaging.v1.GetMeResponse\"\x0e\x82\xd3\xe4\x93\x02\x08\x12\x06/v1/meb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'messaging.v1.account_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_APIKEYSUMMARY'].fields_by_name['id']._loaded_options = None
+  _globals['_APIKEYSUMMARY'].fields_by_name['id']._serialized_options = b'\340A\003'
+  _globals['_APIKEYSUMMARY'].fields_by_name['name']._loaded_options = None
+  _globals['_APIKEYSUMMARY'].fields_by_name['name']._serialized_options = b'\340A\003'
+  _globals['_APIKEYSUMMARY'].fields_by_name['scopes']._loaded_options = None
+  _globals['_APIKEYSUMMARY'].fields_by_name['scopes']._serialized_options = b'\340A\003'
   _globals['_ACCOUNTSERVICE'].methods_by_name['GetMe']._loaded_options = None
   _globals['_ACCOUNTSERVICE'].methods_by_name['GetMe']._serialized_options = b'\202\323\344\223\002\010\022\006/v1/me'
-  _globals['_GETMEREQUEST']._serialized_start=74
-  _globals['_GETMEREQUEST']._serialized_end=88
-  _globals['_GETMERESPONSE']._serialized_start=91
-  _globals['_GETMERESPONSE']._serialized_end=229
-  _globals['_APIKEYSUMMARY']._serialized_start=231
-  _globals['_APIKEYSUMMARY']._serialized_end=306
-  _globals['_ACCOUNTSERVICE']._serialized_start=308
-  _globals['_ACCOUNTSERVICE']._serialized_end=406
+  _globals['_GETMEREQUEST']._serialized_start=107
+  _globals['_GETMEREQUEST']._serialized_end=121
+  _globals['_GETMERESPONSE']._serialized_start=124
+  _globals['_GETMERESPONSE']._serialized_end=262
+  _globals['_APIKEYSUMMARY']._serialized_start=264
+  _globals['_APIKEYSUMMARY']._serialized_end=354
+  _globals['_ACCOUNTSERVICE']._serialized_start=356
+  _globals['_ACCOUNTSERVICE']._serialized_end=454
 # @@protoc_insertion_point(module_scope)

@@ -1,5 +1,6 @@
 import datetime
 
+from google.api import field_behavior_pb2 as _field_behavior_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from messaging.v1 import flow_responses_pb2 as _flow_responses_pb2
 from messaging.v1 import messages_pb2 as _messages_pb2

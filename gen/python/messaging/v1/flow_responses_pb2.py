@@ -24,6 +24,7 @@ _sym_db = _symbol_database.Default()
 
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
+from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from google.api import httpbody_pb2 as google_dot_api_dot_httpbody__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
@@ -31,39 +32,69 @@ from messaging.v1 import field_rules_pb2 as messaging_dot_v1_dot_field__rules__p
 from messaging.v1 import options_pb2 as messaging_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!messaging/v1/flow_responses.proto\x12\x0cmessaging.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xd7\x03\n\x0c\x46lowResponse\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n\x06object\x18\x02 \x01(\tR\x06object\x12\x1d\n\nmessage_id\x18\x03 \x01(\tR\tmessageId\x12\x12\n\x04\x66rom\x18\x04 \x01(\tR\x04\x66rom\x12\x1d\n\nflow_token\x18\x05 \x01(\tR\tflowToken\x12\x1c\n\x07\x66low_id\x18\x06 \x01(\tH\x00R\x06\x66lowId\x88\x01\x01\x12/\n\x11source_message_id\x18\x07 \x01(\tH\x01R\x0fsourceMessageId\x88\x01\x01\x12$\n\x0btemplate_id\x18\x08 \x01(\tH\x02R\ntemplateId\x88\x01\x01\x12\x33\n\x08response\x18\t \x01(\x0b\x32\x17.google.protobuf.StructR\x08response\x12\x34\n\x05\x66iles\x18\n \x03(\x0b\x32\x1e.messaging.v1.FlowResponseFileR\x05\x66iles\x12;\n\x0breceived_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nreceivedAtB\n\n\x08_flow_idB\x14\n\x12_source_message_idB\x0e\n\x0c_template_id\"\xf8\x01\n\x10\x46lowResponseFile\x12\x14\n\x05\x66ield\x18\x01 \x01(\tR\x05\x66ield\x12\x14\n\x05index\x18\x02 \x01(\x05R\x05index\x12\x1b\n\tfile_name\x18\x03 \x01(\tR\x08\x66ileName\x12\x1b\n\tmime_type\x18\x04 \x01(\tR\x08mimeType\x12\"\n\nsize_bytes\x18\x05 \x01(\x03H\x00R\tsizeBytes\x88\x01\x01\x12\x19\n\x05\x65rror\x18\x06 \x01(\tH\x01R\x05\x65rror\x88\x01\x01\x12\x1b\n\x06sha256\x18\x07 \x01(\tH\x02R\x06sha256\x88\x01\x01\x42\r\n\x0b_size_bytesB\x08\n\x06_errorB\t\n\x07_sha256\"\x86\x04\n\x18ListFlowResponsesRequest\x12$\n\tpage_size\x18\x01 \x01(\x05\x42\x07\xbaH\x04\x1a\x02(\x00R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12%\n\x07\x66low_id\x18\x03 \x01(\tB\x0c\xbaH\tr\x04\xf0\xb5\x18\x01\xd8\x01\x01R\x06\x66lowId\x12\x1d\n\nflow_token\x18\x04 \x01(\tR\tflowToken\x12\x1d\n\nmessage_id\x18\x05 \x01(\tR\tmessageId\x12\x41\n\x0ereceived_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\rreceivedAfter\x12\x43\n\x0freceived_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0ereceivedBefore:\xb7\x01\xbaH\xb3\x01\x1a\xb0\x01\n$received_before.after_received_after\x12!must be later than received_after\x1a\x65!has(this.received_after) || !has(this.received_before) || this.received_before > this.received_after\"\xba\x01\n\x19ListFlowResponsesResponse\x12\x16\n\x06object\x18\x01 \x01(\tR\x06object\x12.\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x1a.messaging.v1.FlowResponseR\x04\x64\x61ta\x12\x14\n\x05total\x18\x03 \x01(\x05R\x05total\x12+\n\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01\x42\x12\n\x10_next_page_token\"(\n\x16GetFlowResponseRequest\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\"Z\n\x17GetFlowResponseResponse\x12?\n\rflow_response\x18\x01 \x01(\x0b\x32\x1a.messaging.v1.FlowResponseR\x0c\x66lowResponse\"B\n\x1aGetFlowResponseFileRequest\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n\x05index\x18\x02 \x01(\x05R\x05index2\xf7\x03\n\x13\x46lowResponseService\x12\x97\x01\n\x11ListFlowResponses\x12&.messaging.v1.ListFlowResponsesRequest\x1a\'.messaging.v1.ListFlowResponsesResponse\"1\x8a\xb5\x18\x13\x66low_responses:read\x82\xd3\xe4\x93\x02\x14\x12\x12/v1/flow_responses\x12\xa5\x01\n\x0fGetFlowResponse\x12$.messaging.v1.GetFlowResponseRequest\x1a%.messaging.v1.GetFlowResponseResponse\"E\x8a\xb5\x18\x13\x66low_responses:read\x82\xd3\xe4\x93\x02(\x12\x17/v1/flow_responses/{id}b\rflow_response\x12\x9d\x01\n\x13GetFlowResponseFile\x12(.messaging.v1.GetFlowResponseFileRequest\x1a\x14.google.api.HttpBody\"D\x8a\xb5\x18\x13\x66low_responses:read\x82\xd3\xe4\x93\x02\'\x12%/v1/flow_responses/{id}/files/{index}0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!messaging/v1/flow_responses.proto\x12\x0cmessaging.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/httpbody.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xd7\x03\n\x0c\x46lowResponse\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n\x06object\x18\x02 \x01(\tR\x06object\x12\x1d\n\nmessage_id\x18\x03 \x01(\tR\tmessageId\x12\x12\n\x04\x66rom\x18\x04 \x01(\tR\x04\x66rom\x12\x1d\n\nflow_token\x18\x05 \x01(\tR\tflowToken\x12\x1c\n\x07\x66low_id\x18\x06 \x01(\tH\x00R\x06\x66lowId\x88\x01\x01\x12/\n\x11source_message_id\x18\x07 \x01(\tH\x01R\x0fsourceMessageId\x88\x01\x01\x12$\n\x0btemplate_id\x18\x08 \x01(\tH\x02R\ntemplateId\x88\x01\x01\x12\x33\n\x08response\x18\t \x01(\x0b\x32\x17.google.protobuf.StructR\x08response\x12\x34\n\x05\x66iles\x18\n \x03(\x0b\x32\x1e.messaging.v1.FlowResponseFileR\x05\x66iles\x12;\n\x0breceived_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nreceivedAtB\n\n\x08_flow_idB\x14\n\x12_source_message_idB\x0e\n\x0c_template_id\"\x9b\x02\n\x10\x46lowResponseFile\x12\x19\n\x05\x66ield\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x05\x66ield\x12\x19\n\x05index\x18\x02 \x01(\x05\x42\x03\xe0\x41\x03R\x05index\x12 \n\tfile_name\x18\x03 \x01(\tB\x03\xe0\x41\x03R\x08\x66ileName\x12 \n\tmime_type\x18\x04 \x01(\tB\x03\xe0\x41\x03R\x08mimeType\x12\'\n\nsize_bytes\x18\x05 \x01(\x03\x42\x03\xe0\x41\x03H\x00R\tsizeBytes\x88\x01\x01\x12\x1e\n\x05\x65rror\x18\x06 \x01(\tB\x03\xe0\x41\x03H\x01R\x05\x65rror\x88\x01\x01\x12 \n\x06sha256\x18\x07 \x01(\tB\x03\xe0\x41\x03H\x02R\x06sha256\x88\x01\x01\x42\r\n\x0b_size_bytesB\x08\n\x06_errorB\t\n\x07_sha256\"\xa5\x04\n\x18ListFlowResponsesRequest\x12\'\n\tpage_size\x18\x01 \x01(\x05\x42\n\xe0\x41\x01\xbaH\x04\x1a\x02(\x00R\x08pageSize\x12\"\n\npage_token\x18\x02 \x01(\tB\x03\xe0\x41\x01R\tpageToken\x12(\n\x07\x66low_id\x18\x03 \x01(\tB\x0f\xe0\x41\x01\xbaH\tr\x04\xf0\xb5\x18\x01\xd8\x01\x01R\x06\x66lowId\x12\"\n\nflow_token\x18\x04 \x01(\tB\x03\xe0\x41\x01R\tflowToken\x12\"\n\nmessage_id\x18\x05 \x01(\tB\x03\xe0\x41\x01R\tmessageId\x12\x46\n\x0ereceived_after\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x01R\rreceivedAfter\x12H\n\x0freceived_before\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x01R\x0ereceivedBefore:\xb7\x01\xbaH\xb3\x01\x1a\xb0\x01\n$received_before.after_received_after\x12!must be later than received_after\x1a\x65!has(this.received_after) || !has(this.received_before) || this.received_before > this.received_after\"\xba\x01\n\x19ListFlowResponsesResponse\x12\x16\n\x06object\x18\x01 \x01(\tR\x06object\x12.\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x1a.messaging.v1.FlowResponseR\x04\x64\x61ta\x12\x14\n\x05total\x18\x03 \x01(\x05R\x05total\x12+\n\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01\x42\x12\n\x10_next_page_token\"-\n\x16GetFlowResponseRequest\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x02R\x02id\"Z\n\x17GetFlowResponseResponse\x12?\n\rflow_response\x18\x01 \x01(\x0b\x32\x1a.messaging.v1.FlowResponseR\x0c\x66lowResponse\"L\n\x1aGetFlowResponseFileRequest\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x02R\x02id\x12\x19\n\x05index\x18\x02 \x01(\x05\x42\x03\xe0\x41\x01R\x05index2\xf7\x03\n\x13\x46lowResponseService\x12\x97\x01\n\x11ListFlowResponses\x12&.messaging.v1.ListFlowResponsesRequest\x1a\'.messaging.v1.ListFlowResponsesResponse\"1\x8a\xb5\x18\x13\x66low_responses:read\x82\xd3\xe4\x93\x02\x14\x12\x12/v1/flow_responses\x12\xa5\x01\n\x0fGetFlowResponse\x12$.messaging.v1.GetFlowResponseRequest\x1a%.messaging.v1.GetFlowResponseResponse\"E\x8a\xb5\x18\x13\x66low_responses:read\x82\xd3\xe4\x93\x02(\x12\x17/v1/flow_responses/{id}b\rflow_response\x12\x9d\x01\n\x13GetFlowResponseFile\x12(.messaging.v1.GetFlowResponseFileRequest\x1a\x14.google.api.HttpBody\"D\x8a\xb5\x18\x13\x66low_responses:read\x82\xd3\xe4\x93\x02\'\x12%/v1/flow_responses/{id}/files/{index}0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'messaging.v1.flow_responses_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['field']._loaded_options = None
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['field']._serialized_options = b'\340A\003'
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['index']._loaded_options = None
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['index']._serialized_options = b'\340A\003'
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['file_name']._loaded_options = None
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['file_name']._serialized_options = b'\340A\003'
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['mime_type']._loaded_options = None
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['mime_type']._serialized_options = b'\340A\003'
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['size_bytes']._loaded_options = None
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['size_bytes']._serialized_options = b'\340A\003'
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['error']._loaded_options = None
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['error']._serialized_options = b'\340A\003'
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['sha256']._loaded_options = None
+  _globals['_FLOWRESPONSEFILE'].fields_by_name['sha256']._serialized_options = b'\340A\003'
   _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['page_size']._loaded_options = None
-  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['page_size']._serialized_options = b'\272H\004\032\002(\000'
+  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['page_size']._serialized_options = b'\340A\001\272H\004\032\002(\000'
+  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['page_token']._loaded_options = None
+  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['page_token']._serialized_options = b'\340A\001'
   _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['flow_id']._loaded_options = None
-  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['flow_id']._serialized_options = b'\272H\tr\004\360\265\030\001\330\001\001'
+  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['flow_id']._serialized_options = b'\340A\001\272H\tr\004\360\265\030\001\330\001\001'
+  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['flow_token']._loaded_options = None
+  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['flow_token']._serialized_options = b'\340A\001'
+  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['message_id']._loaded_options = None
+  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['message_id']._serialized_options = b'\340A\001'
+  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['received_after']._loaded_options = None
+  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['received_after']._serialized_options = b'\340A\001'
+  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['received_before']._loaded_options = None
+  _globals['_LISTFLOWRESPONSESREQUEST'].fields_by_name['received_before']._serialized_options = b'\340A\001'
   _globals['_LISTFLOWRESPONSESREQUEST']._loaded_options = None
   _globals['_LISTFLOWRESPONSESREQUEST']._serialized_options = b'\272H\263\001\032\260\001\n$received_before.after_received_after\022!must be later than received_after\032e!has(this.received_after) || !has(this.received_before) || this.received_before > this.received_after'
+  _globals['_GETFLOWRESPONSEREQUEST'].fields_by_name['id']._loaded_options = None
+  _globals['_GETFLOWRESPONSEREQUEST'].fields_by_name['id']._serialized_options = b'\340A\002'
+  _globals['_GETFLOWRESPONSEFILEREQUEST'].fields_by_name['id']._loaded_options = None
+  _globals['_GETFLOWRESPONSEFILEREQUEST'].fields_by_name['id']._serialized_options = b'\340A\002'
+  _globals['_GETFLOWRESPONSEFILEREQUEST'].fields_by_name['index']._loaded_options = None
+  _globals['_GETFLOWRESPONSEFILEREQUEST'].fields_by_name['index']._serialized_options = b'\340A\001'
   _globals['_FLOWRESPONSESERVICE'].methods_by_name['ListFlowResponses']._loaded_options = None
   _globals['_FLOWRESPONSESERVICE'].methods_by_name['ListFlowResponses']._serialized_options = b'\212\265\030\023flow_responses:read\202\323\344\223\002\024\022\022/v1/flow_responses'
   _globals['_FLOWRESPONSESERVICE'].methods_by_name['GetFlowResponse']._loaded_options = None
   _globals['_FLOWRESPONSESERVICE'].methods_by_name['GetFlowResponse']._serialized_options = b'\212\265\030\023flow_responses:read\202\323\344\223\002(\022\027/v1/flow_responses/{id}b\rflow_response'
   _globals['_FLOWRESPONSESERVICE'].methods_by_name['GetFlowResponseFile']._loaded_options = None
   _globals['_FLOWRESPONSESERVICE'].methods_by_name['GetFlowResponseFile']._serialized_options = b'\212\265\030\023flow_responses:read\202\323\344\223\002\'\022%/v1/flow_responses/{id}/files/{index}'
-  _globals['_FLOWRESPONSE']._serialized_start=261
-  _globals['_FLOWRESPONSE']._serialized_end=732
-  _globals['_FLOWRESPONSEFILE']._serialized_start=735
-  _globals['_FLOWRESPONSEFILE']._serialized_end=983
-  _globals['_LISTFLOWRESPONSESREQUEST']._serialized_start=986
-  _globals['_LISTFLOWRESPONSESREQUEST']._serialized_end=1504
-  _globals['_LISTFLOWRESPONSESRESPONSE']._serialized_start=1507
-  _globals['_LISTFLOWRESPONSESRESPONSE']._serialized_end=1693
-  _globals['_GETFLOWRESPONSEREQUEST']._serialized_start=1695
-  _globals['_GETFLOWRESPONSEREQUEST']._serialized_end=1735
-  _globals['_GETFLOWRESPONSERESPONSE']._serialized_start=1737
-  _globals['_GETFLOWRESPONSERESPONSE']._serialized_end=1827
-  _globals['_GETFLOWRESPONSEFILEREQUEST']._serialized_start=1829
-  _globals['_GETFLOWRESPONSEFILEREQUEST']._serialized_end=1895
-  _globals['_FLOWRESPONSESERVICE']._serialized_start=1898
-  _globals['_FLOWRESPONSESERVICE']._serialized_end=2401
+  _globals['_FLOWRESPONSE']._serialized_start=294
+  _globals['_FLOWRESPONSE']._serialized_end=765
+  _globals['_FLOWRESPONSEFILE']._serialized_start=768
+  _globals['_FLOWRESPONSEFILE']._serialized_end=1051
+  _globals['_LISTFLOWRESPONSESREQUEST']._serialized_start=1054
+  _globals['_LISTFLOWRESPONSESREQUEST']._serialized_end=1603
+  _globals['_LISTFLOWRESPONSESRESPONSE']._serialized_start=1606
+  _globals['_LISTFLOWRESPONSESRESPONSE']._serialized_end=1792
+  _globals['_GETFLOWRESPONSEREQUEST']._serialized_start=1794
+  _globals['_GETFLOWRESPONSEREQUEST']._serialized_end=1839
+  _globals['_GETFLOWRESPONSERESPONSE']._serialized_start=1841
+  _globals['_GETFLOWRESPONSERESPONSE']._serialized_end=1931
+  _globals['_GETFLOWRESPONSEFILEREQUEST']._serialized_start=1933
+  _globals['_GETFLOWRESPONSEFILEREQUEST']._serialized_end=2009
+  _globals['_FLOWRESPONSESERVICE']._serialized_start=2012
+  _globals['_FLOWRESPONSESERVICE']._serialized_end=2515
 # @@protoc_insertion_point(module_scope)

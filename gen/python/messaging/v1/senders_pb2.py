@@ -24,29 +24,44 @@ _sym_db = _symbol_database.Default()
 
 from buf.validate import validate_pb2 as buf_dot_validate_dot_validate__pb2
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
+from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from messaging.v1 import options_pb2 as messaging_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1amessaging/v1/senders.proto\x12\x0cmessaging.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xd6\x01\n\x06Sender\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n\x06object\x18\x02 \x01(\tR\x06object\x12!\n\x0cphone_number\x18\x03 \x01(\tR\x0bphoneNumber\x12\x12\n\x04name\x18\x04 \x01(\tR\x04name\x12\x32\n\x06status\x18\x05 \x01(\x0e\x32\x1a.messaging.v1.SenderStatusR\x06status\x12\x39\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\"Y\n\x12ListSendersRequest\x12$\n\tpage_size\x18\x01 \x01(\x05\x42\x07\xbaH\x04\x1a\x02(\x00R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"\xae\x01\n\x13ListSendersResponse\x12\x16\n\x06object\x18\x01 \x01(\tR\x06object\x12(\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x14.messaging.v1.SenderR\x04\x64\x61ta\x12\x14\n\x05total\x18\x03 \x01(\x05R\x05total\x12+\n\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01\x42\x12\n\x10_next_page_token*c\n\x0cSenderStatus\x12\x1d\n\x19SENDER_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14SENDER_STATUS_ACTIVE\x10\x01\x12\x1a\n\x16SENDER_STATUS_ARCHIVED\x10\x02\x32\x88\x01\n\rSenderService\x12w\n\x0bListSenders\x12 .messaging.v1.ListSendersRequest\x1a!.messaging.v1.ListSendersResponse\"#\x8a\xb5\x18\x0csenders:read\x82\xd3\xe4\x93\x02\r\x12\x0b/v1/sendersb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1amessaging/v1/senders.proto\x12\x0cmessaging.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xf4\x01\n\x06Sender\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x02id\x12\x1b\n\x06object\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x06object\x12&\n\x0cphone_number\x18\x03 \x01(\tB\x03\xe0\x41\x05R\x0bphoneNumber\x12\x17\n\x04name\x18\x04 \x01(\tB\x03\xe0\x41\x05R\x04name\x12\x37\n\x06status\x18\x05 \x01(\x0e\x32\x1a.messaging.v1.SenderStatusB\x03\xe0\x41\x03R\x06status\x12>\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\tcreatedAt\"a\n\x12ListSendersRequest\x12\'\n\tpage_size\x18\x01 \x01(\x05\x42\n\xe0\x41\x01\xbaH\x04\x1a\x02(\x00R\x08pageSize\x12\"\n\npage_token\x18\x02 \x01(\tB\x03\xe0\x41\x01R\tpageToken\"\xae\x01\n\x13ListSendersResponse\x12\x16\n\x06object\x18\x01 \x01(\tR\x06object\x12(\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x14.messaging.v1.SenderR\x04\x64\x61ta\x12\x14\n\x05total\x18\x03 \x01(\x05R\x05total\x12+\n\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01\x42\x12\n\x10_next_page_token*c\n\x0cSenderStatus\x12\x1d\n\x19SENDER_STATUS_UNSPECIFIED\x10\x00\x12\x18\n\x14SENDER_STATUS_ACTIVE\x10\x01\x12\x1a\n\x16SENDER_STATUS_ARCHIVED\x10\x02\x32\x88\x01\n\rSenderService\x12w\n\x0bListSenders\x12 .messaging.v1.ListSendersRequest\x1a!.messaging.v1.ListSendersResponse\"#\x8a\xb5\x18\x0csenders:read\x82\xd3\xe4\x93\x02\r\x12\x0b/v1/sendersb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'messaging.v1.senders_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_SENDER'].fields_by_name['id']._loaded_options = None
+  _globals['_SENDER'].fields_by_name['id']._serialized_options = b'\340A\003'
+  _globals['_SENDER'].fields_by_name['object']._loaded_options = None
+  _globals['_SENDER'].fields_by_name['object']._serialized_options = b'\340A\003'
+  _globals['_SENDER'].fields_by_name['phone_number']._loaded_options = None
+  _globals['_SENDER'].fields_by_name['phone_number']._serialized_options = b'\340A\005'
+  _globals['_SENDER'].fields_by_name['name']._loaded_options = None
+  _globals['_SENDER'].fields_by_name['name']._serialized_options = b'\340A\005'
+  _globals['_SENDER'].fields_by_name['status']._loaded_options = None
+  _globals['_SENDER'].fields_by_name['status']._serialized_options = b'\340A\003'
+  _globals['_SENDER'].fields_by_name['created_at']._loaded_options = None
+  _globals['_SENDER'].fields_by_name['created_at']._serialized_options = b'\340A\003'
   _globals['_LISTSENDERSREQUEST'].fields_by_name['page_size']._loaded_options = None
-  _globals['_LISTSENDERSREQUEST'].fields_by_name['page_size']._serialized_options = b'\272H\004\032\002(\000'
+  _globals['_LISTSENDERSREQUEST'].fields_by_name['page_size']._serialized_options = b'\340A\001\272H\004\032\002(\000'
+  _globals['_LISTSENDERSREQUEST'].fields_by_name['page_token']._loaded_options = None
+  _globals['_LISTSENDERSREQUEST'].fields_by_name['page_token']._serialized_options = b'\340A\001'
   _globals['_SENDERSERVICE'].methods_by_name['ListSenders']._loaded_options = None
   _globals['_SENDERSERVICE'].methods_by_name['ListSenders']._serialized_options = b'\212\265\030\014senders:read\202\323\344\223\002\r\022\013/v1/senders'
-  _globals['_SENDERSTATUS']._serialized_start=649
-  _globals['_SENDERSTATUS']._serialized_end=748
-  _globals['_SENDER']._serialized_start=165
-  _globals['_SENDER']._serialized_end=379
-  _globals['_LISTSENDERSREQUEST']._serialized_start=381
-  _globals['_LISTSENDERSREQUEST']._serialized_end=470
-  _globals['_LISTSENDERSRESPONSE']._serialized_start=473
-  _globals['_LISTSENDERSRESPONSE']._serialized_end=647
-  _globals['_SENDERSERVICE']._serialized_start=751
-  _globals['_SENDERSERVICE']._serialized_end=887
+  _globals['_SENDERSTATUS']._serialized_start=720
+  _globals['_SENDERSTATUS']._serialized_end=819
+  _globals['_SENDER']._serialized_start=198
+  _globals['_SENDER']._serialized_end=442
+  _globals['_LISTSENDERSREQUEST']._serialized_start=444
+  _globals['_LISTSENDERSREQUEST']._serialized_end=541
+  _globals['_LISTSENDERSRESPONSE']._serialized_start=544
+  _globals['_LISTSENDERSRESPONSE']._serialized_end=718
+  _globals['_SENDERSERVICE']._serialized_start=822
+  _globals['_SENDERSERVICE']._serialized_end=958
 # @@protoc_insertion_point(module_scope)

@@ -23,25 +23,44 @@ _sym_db = _symbol_database.Default()
 
 
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
+from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from messaging.v1 import options_pb2 as messaging_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bmessaging/v1/webhooks.proto\x12\x0cmessaging.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xb0\x02\n\x07Webhook\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n\x06object\x18\x02 \x01(\tR\x06object\x12\x12\n\x04name\x18\x03 \x01(\tR\x04name\x12\x10\n\x03url\x18\x04 \x01(\tR\x03url\x12\x1f\n\x0bsecret_hint\x18\x05 \x01(\tR\nsecretHint\x12\x16\n\x06\x65vents\x18\x06 \x03(\tR\x06\x65vents\x12\x18\n\x07\x65nabled\x18\x07 \x01(\x08R\x07\x65nabled\x12,\n\x0f\x64isabled_reason\x18\x08 \x01(\tH\x00R\x0e\x64isabledReason\x88\x01\x01\x12\x42\n\x0flast_success_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\rlastSuccessAtB\x12\n\x10_disabled_reason\"\x15\n\x13ListWebhooksRequest\"o\n\x14ListWebhooksResponse\x12\x16\n\x06object\x18\x01 \x01(\tR\x06object\x12)\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x15.messaging.v1.WebhookR\x04\x64\x61ta\x12\x14\n\x05total\x18\x03 \x01(\x05R\x05total2\x8d\x01\n\x0eWebhookService\x12{\n\x0cListWebhooks\x12!.messaging.v1.ListWebhooksRequest\x1a\".messaging.v1.ListWebhooksResponse\"$\x8a\xb5\x18\rwebhooks:read\x82\xd3\xe4\x93\x02\r\x12\x0b/v1/webhookb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bmessaging/v1/webhooks.proto\x12\x0cmessaging.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xdd\x02\n\x07Webhook\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x02id\x12\x1b\n\x06object\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x06object\x12\x17\n\x04name\x18\x03 \x01(\tB\x03\xe0\x41\x03R\x04name\x12\x15\n\x03url\x18\x04 \x01(\tB\x03\xe0\x41\x03R\x03url\x12$\n\x0bsecret_hint\x18\x05 \x01(\tB\x03\xe0\x41\x03R\nsecretHint\x12\x1b\n\x06\x65vents\x18\x06 \x03(\tB\x03\xe0\x41\x03R\x06\x65vents\x12\x1d\n\x07\x65nabled\x18\x07 \x01(\x08\x42\x03\xe0\x41\x03R\x07\x65nabled\x12\x31\n\x0f\x64isabled_reason\x18\x08 \x01(\tB\x03\xe0\x41\x03H\x00R\x0e\x64isabledReason\x88\x01\x01\x12G\n\x0flast_success_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\rlastSuccessAtB\x12\n\x10_disabled_reason\"\x15\n\x13ListWebhooksRequest\"o\n\x14ListWebhooksResponse\x12\x16\n\x06object\x18\x01 \x01(\tR\x06object\x12)\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x15.messaging.v1.WebhookR\x04\x64\x61ta\x12\x14\n\x05total\x18\x03 \x01(\x05R\x05total2\x8d\x01\n\x0eWebhookService\x12{\n\x0cListWebhooks\x12!.messaging.v1.ListWebhooksRequest\x1a\".messaging.v1.ListWebhooksResponse\"$\x8a\xb5\x18\rwebhooks:read\x82\xd3\xe4\x93\x02\r\x12\x0b/v1/webhookb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'messaging.v1.webhooks_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_WEBHOOK'].fields_by_name['id']._loaded_options = None
+  _globals['_WEBHOOK'].fields_by_name['id']._serialized_options = b'\340A\003'
+  _globals['_WEBHOOK'].fields_by_name['object']._loaded_options = None
+  _globals['_WEBHOOK'].fields_by_name['object']._serialized_options = b'\340A\003'
+  _globals['_WEBHOOK'].fields_by_name['name']._loaded_options = None
+  _globals['_WEBHOOK'].fields_by_name['name']._serialized_options = b'\340A\003'
+  _globals['_WEBHOOK'].fields_by_name['url']._loaded_options = None
+  _globals['_WEBHOOK'].fields_by_name['url']._serialized_options = b'\340A\003'
+  _globals['_WEBHOOK'].fields_by_name['secret_hint']._loaded_options = None
+  _globals['_WEBHOOK'].fields_by_name['secret_hint']._serialized_options = b'\340A\003'
+  _globals['_WEBHOOK'].fields_by_name['events']._loaded_options = None
+  _globals['_WEBHOOK'].fields_by_name['events']._serialized_options = b'\340A\003'
+  _globals['_WEBHOOK'].fields_by_name['enabled']._loaded_options = None
+  _globals['_WEBHOOK'].fields_by_name['enabled']._serialized_options = b'\340A\003'
+  _globals['_WEBHOOK'].fields_by_name['disabled_reason']._loaded_options = None
+  _globals['_WEBHOOK'].fields_by_name['disabled_reason']._serialized_options = b'\340A\003'
+  _globals['_WEBHOOK'].fields_by_name['last_success_at']._loaded_options = None
+  _globals['_WEBHOOK'].fields_by_name['last_success_at']._serialized_options = b'\340A\003'
   _globals['_WEBHOOKSERVICE'].methods_by_name['ListWebhooks']._loaded_options = None
   _globals['_WEBHOOKSERVICE'].methods_by_name['ListWebhooks']._serialized_options = b'\212\265\030\rwebhooks:read\202\323\344\223\002\r\022\013/v1/webhook'
-  _globals['_WEBHOOK']._serialized_start=137
-  _globals['_WEBHOOK']._serialized_end=441
-  _globals['_LISTWEBHOOKSREQUEST']._serialized_start=443
-  _globals['_LISTWEBHOOKSREQUEST']._serialized_end=464
-  _globals['_LISTWEBHOOKSRESPONSE']._serialized_start=466
-  _globals['_LISTWEBHOOKSRESPONSE']._serialized_end=577
-  _globals['_WEBHOOKSERVICE']._serialized_start=580
-  _globals['_WEBHOOKSERVICE']._serialized_end=721
+  _globals['_WEBHOOK']._serialized_start=170
+  _globals['_WEBHOOK']._serialized_end=519
+  _globals['_LISTWEBHOOKSREQUEST']._serialized_start=521
+  _globals['_LISTWEBHOOKSREQUEST']._serialized_end=542
+  _globals['_LISTWEBHOOKSRESPONSE']._serialized_start=544
+  _globals['_LISTWEBHOOKSRESPONSE']._serialized_end=655
+  _globals['_WEBHOOKSERVICE']._serialized_start=658
+  _globals['_WEBHOOKSERVICE']._serialized_end=799
 # @@protoc_insertion_point(module_scope)
