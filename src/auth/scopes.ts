@@ -1,6 +1,7 @@
 /**
  * The scopes of the spec's table (§Authentication, Scopes): what an API key
- * may do. GET /v1/me needs none.
+ * may do. GET /v1/me needs none. CreateApiKeyRequest.scopes allows exactly
+ * these (api_keys.proto; test/contract-rules.test.ts checks the two agree).
  */
 export const SCOPES = [
   "senders:read",
@@ -13,8 +14,3 @@ export const SCOPES = [
 
 /** One scope of the table. */
 export type Scope = (typeof SCOPES)[number];
-
-/** True when `value` is a scope of the table. */
-export function isScope(value: string): value is Scope {
-  return (SCOPES as readonly string[]).includes(value);
-}
