@@ -1,6 +1,7 @@
 import { getExtension, getOption, hasExtension, hasOption, isFieldSet, type DescField, type DescFile, type DescMessage, type DescService, type JsonObject, type Message } from "@bufbuild/protobuf";
 import {
   field as fieldRulesOption,
+  file_buf_validate_validate,
   Ignore,
   message as messageRulesOption,
   predefined,
@@ -8,7 +9,6 @@ import {
   type RepeatedRules,
   type StringRules,
 } from "../../gen/buf/validate/validate_pb.js";
-import { file_buf_validate_validate } from "../../gen/buf/validate/validate_pb.js";
 import { CONSOLE_API_FILES, PUBLIC_API_FILES } from "./contract-files.js";
 import { id_prefix, phone_number, printable_ascii, numeric_id, not_blank, whatsapp_parameter, ip_or_cidr } from "../../gen/messaging/v1/field_rules_pb.js";
 
@@ -42,7 +42,7 @@ function stringTexts(rules: StringRules): string[] {
   const texts: string[] = [];
   const min = setValue<bigint>(rules, "min_len") ?? 0n;
   const max = setValue<bigint>(rules, "max_len");
-  if (max !== undefined) texts.push(min > 1n ? `${min} to ${max} characters` : min === 1n ? `1 to ${max} characters` : `at most ${max} characters`);
+  if (max !== undefined) texts.push(min > 0n ? `${min} to ${max} characters` : `at most ${max} characters`);
   else if (min > 0n) texts.push(min === 1n ? "not empty" : `at least ${min} characters`);
   if (rules.wellKnown.case === "email") texts.push("an email address");
   if (rules.in.length > 0) texts.push(`one of ${rules.in.map((v) => `\`${v}\``).join(", ")}`);

@@ -21,6 +21,15 @@ export function actsAsOperator(actor: ConsoleActor | undefined): boolean {
 }
 
 /**
+ * True when `actor` may read a record of `workspaceId`: the operator always,
+ * a user with a role in that workspace; a record of no workspace (null) only
+ * the operator. For Gets, which answer not_found rather than say it exists.
+ */
+export function mayRead(actor: ConsoleActor | undefined, workspaceId: string | null): boolean {
+  return actsAsOperator(actor) || (workspaceId !== null && actor?.kind === "user" && actor.roles.has(workspaceId));
+}
+
+/**
  * Checks that the console caller may `access` the things of `workspaceId`;
  * every console handler calls it once it knows the workspace concerned (it
  * also records the workspace for the audit log).

@@ -27,7 +27,7 @@ import { apiError, describeError, errorTable, invalidArgument, violationsError, 
 import { compilePathTemplate, type PathTemplate } from "./path-template.js";
 import { requestStateKey, type RequestState } from "./request-state.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
-import { MAX_MESSAGE_BYTES, protoKeyViolations, readUpTo, rpcInputKey } from "./rpc-input.js";
+import { MAX_MESSAGE_BYTES, parseJsonBytes, protoKeyViolations, readUpTo, rpcInputKey } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
 /** A request and response of either node:http or node:http2 (compatibility API). */
@@ -140,8 +140,6 @@ async function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
   return body;
 }
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
-
 /**
  * The URL of a request, its target read as a path even when it starts with
  * "//" (new URL("//@/x", base) would read an authority there and throw).
@@ -224,15 +222,10 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
     if (route.body !== "") {
       let parsed: JsonValue = {};
       if (body.length > 0) {
-        let text: string;
         try {
-          text = utf8.decode(body);
-        } catch {
-          throw invalidArgument("(body)", "must be valid UTF-8");
-        }
-        try {
-          parsed = JSON.parse(text) as JsonValue;
+          parsed = parseJsonBytes(body);
         } catch (err) {
+          if (err instanceof TypeError) throw invalidArgument("(body)", "must be valid UTF-8");
           throw apiError("invalid_argument", `Request body is not valid JSON: ${(err as Error).message}`, {
             field: "(body)",
             rule: "must be valid JSON",

@@ -174,6 +174,16 @@ const BINARY_PROTO_KEY = Buffer.from([0x0a, 0x09, ...Buffer.from("__proto__")]);
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
+/**
+ * Parses a JSON body strictly, for REST and Connect alike: its bytes must be
+ * valid UTF-8 (nothing is replaced by U+FFFD).
+ *
+ * @throws TypeError for invalid UTF-8; SyntaxError for invalid JSON.
+ */
+export function parseJsonBytes(bytes: Uint8Array): JsonValue {
+  return JSON.parse(utf8.decode(bytes)) as JsonValue;
+}
+
 /** Checks one message's bytes against `desc`; the problem, or undefined when it reads cleanly. */
 function checkMessage(desc: DescMessage, bytes: Buffer, json: boolean): ConnectError | undefined {
   if (!json) {
@@ -188,7 +198,7 @@ function checkMessage(desc: DescMessage, bytes: Buffer, json: boolean): ConnectE
   }
   let parsed: JsonValue;
   try {
-    parsed = JSON.parse(utf8.decode(bytes)) as JsonValue;
+    parsed = parseJsonBytes(bytes);
   } catch (err) {
     return bodyError(err instanceof TypeError ? "must be valid UTF-8" : `must be valid JSON: ${(err as Error).message}`);
   }

@@ -225,6 +225,13 @@ function dropUnboundedDeadlines(header: Headers): void {
   if (connectTimeout !== null && /^\d+$/.test(connectTimeout) && Number(connectTimeout) > MAX_DEADLINE_MS) header.delete("connect-timeout-ms");
 }
 
+/**
+ * Innermost interceptors of every RPC, REST included: the input problem found
+ * while reading (inputInterceptor), then the rules of the contract
+ * (validationInterceptor), so that admission and scope refusals come first.
+ */
+const INPUT_CHECKS: readonly Interceptor[] = [inputInterceptor, validationInterceptor];
+
 /** A Node request handler of Connect RPCs; `contextValues` seeds each call's context. */
 type ConnectHandler = (req: NodeRequest, res: NodeResponse, contextValues: ContextValues) => Promise<void>;
 
@@ -233,13 +240,13 @@ type ConnectHandler = (req: NodeRequest, res: NodeResponse, contextValues: Conte
  * connect-node's adapter: the same universal request and response, with the
  * body of unary and server-streaming calls read and checked first by
  * readRpcInput (a problem reaches the handler's caller through
- * inputInterceptor, after `interceptors`), then checked against the rules
- * of the contract (validationInterceptor, innermost). Messages are limited to
+ * inputInterceptor, which `interceptors` must end with, followed by
+ * validationInterceptor: see INPUT_CHECKS). Messages are limited to
  * MAX_MESSAGE_BYTES; unknown JSON fields are refused, as on REST.
  */
 function createConnectHandler(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[], logger: Logger): ConnectHandler {
   const router = createConnectRouter({
-    interceptors: [...interceptors, inputInterceptor, validationInterceptor],
+    interceptors: [...interceptors],
     jsonOptions: { useProtoFieldName: true, ignoreUnknownFields: false },
     readMaxBytes: MAX_MESSAGE_BYTES,
     acceptCompression: [compressionGzip, compressionBrotli],
@@ -298,13 +305,14 @@ function createConnectHandler(services: readonly ServiceRegistration[], intercep
  * unknown routes with 404 not_found in the REST error format.
  */
 export function createRpcServer(options: RpcServerOptions): RpcServer {
-  const connectHandler = createConnectHandler(options.services, options.interceptors, options.logger);
-  const openHandler = createConnectHandler(options.openServices ?? [], [], options.logger);
+  const interceptors = [...options.interceptors, ...INPUT_CHECKS];
+  const connectHandler = createConnectHandler(options.services, interceptors, options.logger);
+  const openHandler = createConnectHandler(options.openServices ?? [], INPUT_CHECKS, options.logger);
   const connectPaths = new Set<string>();
   for (const { service } of options.services) for (const m of service.methods) connectPaths.add(`/${service.typeName}/${m.name}`);
   const openPaths = new Map<string, string>();
   for (const { service } of options.openServices ?? []) for (const m of service.methods) openPaths.set(`/${service.typeName}/${m.name}`, m.methodKind);
-  const gateway = createRestGateway({ services: options.services, interceptors: [...options.interceptors, inputInterceptor, validationInterceptor] });
+  const gateway = createRestGateway({ services: options.services, interceptors });
   const httpRoutes = new Map((options.httpRoutes ?? []).map((r) => [`${r.method} ${r.path}`, r]));
 
   let inFlight = 0;

@@ -7,7 +7,7 @@ import {
   type LoggedRequestSchema,
   type RequestLogService,
 } from "../../gen/messaging/console/v1/request_log_pb.js";
-import { actsAsOperator, requireWorkspaceAccess } from "../console/console-access.js";
+import { actsAsOperator, mayRead, requireWorkspaceAccess } from "../console/console-access.js";
 import { requireWorkspace } from "../console/workspace-service.js";
 import { requestState } from "../gateway/request-state.js";
 import type { Clock } from "../shared/clock.js";
@@ -71,10 +71,8 @@ export function createRequestLogService(deps: {
   return {
     async getLoggedRequest(req, context) {
       const row = await rows.findOne({ _id: req.id, expires_at: { $gt: clock.now() } });
-      const actor = requestState(context).consoleActor;
       // Visible as in the lists: rows of a workspace to its roles, rows without one (key not recognised) to the operator.
-      const visible = row && (actsAsOperator(actor) || (row.workspace_id !== null && actor?.kind === "user" && actor.roles.has(row.workspace_id)));
-      if (!row || !visible) throw notFound("request", req.id);
+      if (!row || !mayRead(requestState(context).consoleActor, row.workspace_id)) throw notFound("request", req.id);
       return { request: loggedRequestToProto(row) };
     },
     async listRequests(req, context) {

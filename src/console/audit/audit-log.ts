@@ -8,7 +8,7 @@ import { requestStateKey } from "../../gateway/request-state.js";
 import { describeError, notFound } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logger.js";
 import { listPage } from "../../store/pagination.js";
-import { actsAsOperator, requireWorkspaceAccess } from "../console-access.js";
+import { actsAsOperator, mayRead, requireWorkspaceAccess } from "../console-access.js";
 
 /** One console change as stored in `audit_log`. */
 export interface AuditRecord {
@@ -103,10 +103,8 @@ export function createAuditLog(db: Db, logger: Logger): AuditLog {
   const service: Partial<ServiceImpl<typeof AuditLogService>> = {
     async getAuditEntry(req, context) {
       const record = await collection.findOne({ _id: req.id });
-      const actor = context.values.get(requestStateKey)?.consoleActor;
       // Visible as in the list: to the operator, and to users with a role in the entry's workspace.
-      const visible = record && (actsAsOperator(actor) || (record.workspace_id !== null && actor?.kind === "user" && actor.roles.has(record.workspace_id)));
-      if (!record || !visible) throw notFound("audit_entry", req.id);
+      if (!record || !mayRead(context.values.get(requestStateKey)?.consoleActor, record.workspace_id)) throw notFound("audit_entry", req.id);
       return { auditEntry: auditEntryToProto(record) };
     },
     async listAuditEntries(req, context) {
