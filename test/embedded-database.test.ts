@@ -1,20 +1,22 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { MongoClient } from "mongodb";
+import { createInterface } from "node:readline";
+import { Binary, Decimal128, Long, MongoClient, ObjectId } from "mongodb";
 import { afterAll, describe, expect, it } from "vitest";
 import { projectRoot } from "../src/shared/project-root.js";
-import { startEmbeddedMongo } from "../src/store/embedded-mongo.js";
+import { ensureEmbeddedMongo, startEmbeddedMongo } from "../src/store/embedded-mongo.js";
 import { startProcess } from "./helpers/processes.js";
 import { eventually } from "./helpers/test-service.js";
 
 /*
  * The embedded default database (mongo-java-server, src/store/embedded-mongo.ts):
  * what the Node driver sees of it, that the H2 file keeps data across a
- * restart, that it never outlives the process that started it, and the
+ * restart (stored as BSON; a file of the library's own storage is converted),
+ * that it never outlives the process that started it, and the
  * clear errors of a bad start.
  */
 
@@ -57,26 +59,103 @@ describe("the embedded database", () => {
     }
   });
 
-  it("keeps the H2 file's data across a clean restart", async () => {
+  /** Documents of every BSON type the service stores, and a compound unique index over them. */
+  const sample = () => [
+    { _id: "a", v: 1, at: new Date(1_700_000_000_123), big: Long.fromString("9007199254740993"), x: 1.5, none: null, ok: true },
+    { _id: new ObjectId("65f0c0ffee0123456789abcd"), v: 2, dec: Decimal128.fromString("12.34"), bin: new Binary(Buffer.from([0, 1, 2])) },
+    { _id: "c", v: 3, nested: { list: [1, "two", { three: [3] }], empty: {} } },
+  ];
+  const writeSample = async (uri: string) => {
+    const client = await new MongoClient(uri).connect();
+    try {
+      const things = client.db("app").collection("things");
+      await things.createIndex({ v: 1, "nested.empty": 1 }, { unique: true });
+      await things.insertMany(sample() as never[]);
+    } finally {
+      await client.close();
+    }
+  };
+  /** Reads the sample back as written, and shows the unique index still refuses a duplicate and finds by key. */
+  const expectSample = async (uri: string) => {
+    const client = await new MongoClient(uri, { promoteLongs: false }).connect();
+    try {
+      const things = client.db("app").collection("things");
+      expect(await things.find().sort({ v: 1 }).toArray()).toEqual(sample());
+      await expect(things.insertOne({ v: 1 })).rejects.toMatchObject({ code: 11000 });
+      expect(await things.findOne({ v: 3, "nested.empty": {} })).toMatchObject({ _id: "c" });
+      await things.insertOne({ _id: "d" as never, v: 4 });
+      expect(await things.countDocuments()).toBe(4);
+    } finally {
+      await client.close();
+    }
+  };
+
+  it("keeps the H2 file's data (every BSON type, unique indexes) across a clean restart", async () => {
     const file = path.join(temp, "restart", "database.mv");
     const first = await startEmbeddedMongo({ kind: "h2", file, commitIntervalMs: 100 });
-    let client = await new MongoClient(first.uri).connect();
-    await client.db("app").collection("things").insertMany([{ _id: "a" as never, v: 1 }, { _id: "b" as never, v: 2 }]);
-    await client.close();
+    await writeSample(first.uri);
     await first.stop();
     expect(alive(first.pid)).toBe(false);
 
     const second = await startEmbeddedMongo({ kind: "h2", file, commitIntervalMs: 100 });
-    client = await new MongoClient(second.uri).connect();
     try {
-      expect(await client.db("app").collection("things").find().sort({ _id: 1 }).toArray()).toEqual([
-        { _id: "a", v: 1 },
-        { _id: "b", v: 2 },
-      ]);
+      await expectSample(second.uri);
     } finally {
-      await client.close();
       await second.stop();
     }
+  });
+
+  it("converts an H2 file written by the library's own storage (Java serialization) to BSON storage, losing nothing", async () => {
+    // The library's H2 backend as it is, with no type of ours: the storage of every file made before BSON.
+    const work = path.join(temp, "stock");
+    await mkdir(work, { recursive: true });
+    await writeFile(
+      path.join(work, "StockH2.java"),
+      [
+        "import de.bwaldvogel.mongo.MongoServer;",
+        "import de.bwaldvogel.mongo.MongoVersion;",
+        "import de.bwaldvogel.mongo.backend.h2.H2Backend;",
+        "public class StockH2 {",
+        "  public static void main(String[] args) throws Exception {",
+        "    H2Backend backend = new H2Backend(args[0]);",
+        "    backend.version(new MongoVersion() {",
+        "      public java.util.List<Integer> getVersionArray() { return java.util.List.of(5, 0, 0); }",
+        "      public int getWireVersion() { return 13; }",
+        "    });",
+        "    MongoServer server = new MongoServer(backend);",
+        '    server.bind(new java.net.InetSocketAddress("127.0.0.1", 0));',
+        '    System.out.println("listening " + server.getLocalAddress().getPort());',
+        "    while (System.in.read() != -1) { }",
+        "    server.shutdownNow();",
+        "  }",
+        "}",
+      ].join("\n"),
+    );
+    const { classpath } = await ensureEmbeddedMongo();
+    const javac = spawn("javac", ["-d", work, "-cp", classpath, path.join(work, "StockH2.java")], { stdio: "inherit" });
+    expect((await once(javac, "exit"))[0]).toBe(0);
+    const file = path.join(work, "database.mv");
+    const stock = spawn("java", ["-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", [work, classpath].join(path.delimiter), "StockH2", file], { stdio: ["pipe", "pipe", "inherit"] });
+    const [line] = (await once(createInterface({ input: stock.stdout }), "line")) as [string];
+    await writeSample(`mongodb://127.0.0.1:${line.split(" ")[1]}/`);
+    stock.stdin.end();
+    expect((await once(stock, "exit"))[0]).toBe(0);
+
+    for (let start = 0; start < 2; start++) {
+      // The first start converts; the second finds the file converted.
+      const db = await startEmbeddedMongo({ kind: "h2", file, commitIntervalMs: 100 });
+      try {
+        if (start === 0) await expectSample(db.uri);
+        else {
+          const client = await new MongoClient(db.uri).connect();
+          expect(await client.db("app").collection("things").countDocuments()).toBe(4);
+          await client.close();
+        }
+      } finally {
+        await db.stop();
+      }
+    }
+    expect(await readdir(work)).not.toContain("database.mv.converting");
   });
 
   it("ends when the process that started it is killed with SIGKILL", async () => {

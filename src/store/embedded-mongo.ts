@@ -15,7 +15,8 @@ import type { Logger } from "../shared/logger.js";
  */
 
 const sourceDir = path.join(projectRoot, "src", "store", "embedded-mongo");
-const launcherSource = path.join(sourceDir, "EmbeddedMongoServer.java");
+/** The launcher's Java sources: its main class and the BSON storage of the H2 backend. */
+const launcherSources = ["EmbeddedMongoServer.java", "BsonStore.java"].map((name) => path.join(sourceDir, name));
 const pomFile = path.join(sourceDir, "pom.xml");
 
 /** Which storage the embedded server uses. */
@@ -91,12 +92,10 @@ async function requireTool(command: string, versionFlag: string, purpose: string
  * @throws Error naming what is missing when Java 17 or Maven is not installed, or with Maven's output when resolving fails.
  */
 export async function ensureEmbeddedMongo(logger?: Logger): Promise<Launcher> {
-  const hash = createHash("sha256")
-    .update(await readFile(pomFile))
-    .update(await readFile(launcherSource))
-    .digest("hex")
-    .slice(0, 16);
-  const cacheDir = path.join(projectRoot, ".cache", "embedded-mongo", hash);
+  const hash = createHash("sha256").update(await readFile(pomFile));
+  for (const source of launcherSources) hash.update(await readFile(source));
+  const digest = hash.digest("hex").slice(0, 16);
+  const cacheDir = path.join(projectRoot, ".cache", "embedded-mongo", digest);
   const classesDir = path.join(cacheDir, "classes");
   const classpathFile = path.join(cacheDir, "classpath.txt");
   if (await exists(path.join(classesDir, "EmbeddedMongoServer.class"))) {
@@ -125,7 +124,7 @@ export async function ensureEmbeddedMongo(logger?: Logger): Promise<Launcher> {
     );
     if (maven.code !== 0) throw new Error(`Maven could not resolve the embedded database:\n${maven.output}`);
     const classpath = (await readFile(resolved, "utf8")).trim();
-    const javac = await run("javac", ["-d", path.join(work, "classes"), "-cp", classpath, launcherSource], projectRoot);
+    const javac = await run("javac", ["-d", path.join(work, "classes"), "-cp", classpath, ...launcherSources], projectRoot);
     if (javac.code !== 0) throw new Error(`javac could not compile the embedded database's launcher:\n${javac.output}`);
     await writeFile(classpathFile, classpath + "\n");
     await rm(classesDir, { recursive: true, force: true });

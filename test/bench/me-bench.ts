@@ -7,7 +7,8 @@ import { GetMeRequestSchema } from "../../gen/messaging/v1/account_pb.js";
 import { ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
-import { loadTable, runLoad, type LoadResult } from "./harness.js";
+import { countsBetween, startCommandCounter, type CommandCounts } from "./command-counter.js";
+import { loadTable, runLoad, table, type LoadResult } from "./harness.js";
 
 /** Options of the GET /v1/me benchmark. */
 export interface MeBenchOptions {
@@ -32,8 +33,9 @@ const CONSOLE_TOKEN = "bench-console-token-0123456789";
  * as a client over budget would see. The answers column shows the mix.
  */
 export async function runMeBench(options: MeBenchOptions): Promise<string> {
+  const counter = await startCommandCounter(options.mongodbUri);
   const service = await startServiceProcess({
-    MONGODB_URI: options.mongodbUri,
+    MONGODB_URI: counter.uri,
     MONGODB_DATABASE: `bench_${Date.now()}`,
     PORT: "0",
     HOST: "127.0.0.1",
@@ -107,13 +109,21 @@ export async function runMeBench(options: MeBenchOptions): Promise<string> {
   ];
 
   const results: LoadResult[] = [];
+  /** Database commands per phase of the service's drivers, by name. */
+  const commands: [string, number, CommandCounts][] = [];
+  const measured = async (load: Parameters<typeof runLoad>[0]) => {
+    const before = counter.snapshot();
+    const result = await runLoad(load);
+    results.push(result);
+    commands.push([result.name, result.requests, countsBetween(before, counter.snapshot())]);
+  };
   try {
     for (const driver of drivers) {
       const secrets = await newKeys();
       const call = (w: number) => driver.call(secrets[w] as string);
       const common = { concurrency: options.concurrency, serverPid: pid, call };
-      results.push(await runLoad({ ...common, name: `${driver.name}, within budget`, callsPerWorker: 100 }));
-      results.push(await runLoad({ ...common, name: `${driver.name}, over budget`, seconds: options.seconds }));
+      await measured({ ...common, name: `${driver.name}, within budget`, callsPerWorker: 100 });
+      await measured({ ...common, name: `${driver.name}, over budget`, seconds: options.seconds });
       await driver.close();
     }
     const references: [string, number | undefined, Driver][] = [
@@ -131,6 +141,7 @@ export async function runMeBench(options: MeBenchOptions): Promise<string> {
     }
   } finally {
     await Promise.all([stopProcess(service.child), stopProcess(trivial.child)]);
+    await counter.close();
   }
   const rps = (name: string) => {
     const r = results.find((x) => x.name.startsWith(name));
@@ -143,5 +154,18 @@ export async function runMeBench(options: MeBenchOptions): Promise<string> {
     loadTable(results),
     `REST / Connect throughput: within budget ${ratio("REST GET /v1/me, within", "Connect JSON GetMe, within")}, over budget ${ratio("REST GET /v1/me, over", "Connect JSON GetMe, over")}`,
     `REST / trivial Connect handler: within budget ${ratio("REST GET /v1/me, within", "trivial")}, over budget ${ratio("REST GET /v1/me, over", "trivial")}`,
+    "",
+    "Database commands per request, counted on the wire (heartbeats left out), by phase:",
+    table(
+      ["run", "per request", "commands"],
+      commands.map(([name, requests, counts]) => {
+        const rows = [...counts].filter(([key]) => !HEARTBEAT.test(key)).sort((a, b) => b[1] - a[1]);
+        const total = rows.reduce((sum, [, n]) => sum + n, 0);
+        return [name, (total / requests).toFixed(3), rows.map(([key, n]) => `${key} ${n}`).join(", ")];
+      }),
+    ),
   ].join("\n");
 }
+
+/** Commands of the driver's connection upkeep, not of requests. */
+const HEARTBEAT = /^(hello|isMaster|ismaster|ping|endSessions|buildInfo)\b/;

@@ -13,6 +13,7 @@ import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.MongoVersion;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.Index;
+import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.backend.h2.H2Backend;
 import de.bwaldvogel.mongo.backend.h2.H2Collection;
@@ -101,7 +102,7 @@ public final class EmbeddedMongoServer {
     /** The H2 store of the running server, for the collections its databases open. */
     private static MVStore store;
 
-    private static MongoBackend openBackend(String[] args) {
+    private static MongoBackend openBackend(String[] args) throws IOException {
         if (args.length == 1 && args[0].equals("memory")) {
             return new MemoryBackend() {
                 @Override
@@ -124,18 +125,24 @@ public final class EmbeddedMongoServer {
             };
         }
         if (args.length == 3 && args[0].equals("h2")) {
-            store = new MVStore.Builder().fileName(args[1]).compress().open();
-            store.setAutoCommitDelay(Integer.parseInt(args[2]));
+            store = BsonStore.open(args[1], Integer.parseInt(args[2]));
             return new H2Backend(store) {
                 @Override
                 protected MongoDatabase openOrCreateDatabase(String databaseName) {
                     return new H2Database(databaseName, store, getCursorRegistry()) {
                         @Override
+                        protected Index<Object> openOrCreateUniqueIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
+                            // Opened with its types first; the library's openMap(name) then finds it open.
+                            BsonStore.openMap(store, getFullCollectionNamespace(collectionName) + "._index_" + indexName);
+                            return super.openOrCreateUniqueIndex(collectionName, indexName, keys, sparse);
+                        }
+
+                        @Override
                         protected MongoCollection<Object> openOrCreateCollection(String collectionName, CollectionOptions options) {
                             // The map names H2Database gives a collection's documents and its metadata.
                             String namespace = getFullCollectionNamespace(collectionName);
-                            MVMap<Object, Document> data = store.openMap("databases." + namespace);
-                            MVMap<String, Object> meta = store.openMap("meta." + namespace);
+                            MVMap<Object, Document> data = BsonStore.openMap(store, "databases." + namespace);
+                            MVMap<String, Object> meta = BsonStore.openMap(store, "meta." + namespace);
                             return new H2Collection(this, collectionName, options, data, meta, cursorRegistry) {
                                 @Override
                                 protected QueryResult queryDocuments(Document query, Document orderBy, int skip, int limit, int batchSize, Document fields) {
