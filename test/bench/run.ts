@@ -9,10 +9,11 @@ import { runMessagesBench } from "./messages-bench.js";
 import { runWebhookBench } from "./webhook-bench.js";
 
 /*
- * `npm run bench [-- --seconds N --concurrency N --backlogs 10000,100000 --only me|messages|webhooks|files --file-mib N --backend h2|memory]`:
+ * `npm run bench [-- --seconds N --concurrency N --backlogs 10000,100000 --only me|messages|webhooks|files --file-mib N --backend h2|memory --cpu-prof DIR]`:
  * runs the benchmarks against MONGODB_URI, or a fresh embedded mongo-java-server
  * (the H2 file backend `npm start` uses, 100 ms commit interval; or its memory
- * backend, as `npm test` uses), and prints their tables.
+ * backend, as `npm test` uses), and prints their tables. With --cpu-prof, each
+ * service process writes a V8 CPU profile (.cpuprofile) into DIR when it stops.
  */
 const { values } = parseArgs({
   options: {
@@ -22,8 +23,10 @@ const { values } = parseArgs({
     only: { type: "string", default: "" },
     "file-mib": { type: "string", default: "64" },
     backend: { type: "string", default: "h2" },
+    "cpu-prof": { type: "string" },
   },
 });
+if (values["cpu-prof"]) process.env.SERVICE_CPU_PROF_DIR = path.resolve(values["cpu-prof"]);
 const seconds = Number(values.seconds);
 const concurrency = Number(values.concurrency);
 

@@ -15,8 +15,9 @@ export async function startProcess<T>(
   entry: string,
   env: Record<string, string>,
   ready: (line: Record<string, unknown>) => T | undefined,
+  nodeArgs: string[] = [],
 ): Promise<{ child: ChildProcess; value: T }> {
-  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", entry], {
     cwd: projectRoot,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
@@ -41,10 +42,18 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-/** Starts the service's entry point (src/main.ts) and resolves to it and its public and console ports. */
+/**
+ * Starts the service's entry point (src/main.ts) and resolves to it and its
+ * public and console ports. With SERVICE_CPU_PROF_DIR set (`npm run bench --
+ * --cpu-prof DIR`), the service writes a V8 CPU profile there when it stops.
+ */
 export async function startServiceProcess(env: Record<string, string>) {
-  const { child, value } = await startProcess("src/main.ts", { LOG_LEVEL: "info", WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, ...env }, (line) =>
-    line.msg === "service started" ? { publicPort: line.publicPort as number, consolePort: line.consolePort as number } : undefined,
+  const profileDir = process.env.SERVICE_CPU_PROF_DIR;
+  const { child, value } = await startProcess(
+    "src/main.ts",
+    { LOG_LEVEL: "info", WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, ...env },
+    (line) => (line.msg === "service started" ? { publicPort: line.publicPort as number, consolePort: line.consolePort as number } : undefined),
+    profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [],
   );
   return { child, ...value };
 }

@@ -3,7 +3,9 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
 import java.util.Collection;
+import java.util.List;
 import java.util.Map;
 
 import org.h2.mvstore.DataUtils;
@@ -15,6 +17,7 @@ import org.h2.mvstore.type.DataType;
 
 import de.bwaldvogel.mongo.backend.KeyValue;
 import de.bwaldvogel.mongo.backend.Missing;
+import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.backend.ValueComparator;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.wire.bson.BsonDecoder;
@@ -47,17 +50,18 @@ final class BsonStore {
     }
 
     /**
-     * Opens (creating or converting) the store in {@code file}, compressed, committing in the background
-     * every {@code commitIntervalMs}.
+     * Opens (creating or converting) the store in {@code file}, committing in the background every
+     * {@code commitIntervalMs}. Pages are not compressed: LZF took a tenth of the database's CPU under the
+     * send benchmark, for a file that only a development machine keeps.
      *
      * @throws IOException when a store of the old format cannot be replaced by its converted copy
      */
     static MVStore open(String file, int commitIntervalMs) throws IOException {
-        MVStore store = new MVStore.Builder().fileName(file).compress().open();
+        MVStore store = new MVStore.Builder().fileName(file).open();
         if (!store.hasMap(FORMAT_MAP) && store.getMapNames().stream().anyMatch(name -> !name.equals(FORMAT_MAP))) {
             store.close();
             convert(file);
-            store = new MVStore.Builder().fileName(file).compress().open();
+            store = new MVStore.Builder().fileName(file).open();
         }
         store.openMap(FORMAT_MAP).put("format", FORMAT);
         store.setAutoCommitDelay(commitIntervalMs);
@@ -92,7 +96,7 @@ final class BsonStore {
         Files.deleteIfExists(copy);
         long documents = 0;
         MVStore old = new MVStore.Builder().fileName(file).readOnly().open();
-        MVStore converted = new MVStore.Builder().fileName(copy.toString()).compress().open();
+        MVStore converted = new MVStore.Builder().fileName(copy.toString()).open();
         try {
             for (String name : old.getMapNames()) {
                 MVMap<Object, Object> from = old.openMap(name);
@@ -115,6 +119,21 @@ final class BsonStore {
         }
         Files.move(copy, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         System.err.println("embedded database: converted " + documents + " documents of " + file + " to BSON storage");
+    }
+
+    /**
+     * The documents of a query's first batch as copies. The library updates a document by changing the instance
+     * its query returned and putting it back; with H2, that instance is the one in the map's page, which the
+     * background writer may be encoding at that moment (a {@code ConcurrentModificationException} that closes
+     * the store). Every update and findAndModify finds its documents through {@code queryDocuments}, so copying
+     * its results keeps every instance in a page unchanged once stored.
+     */
+    static QueryResult detached(QueryResult result) {
+        List<Document> copies = new ArrayList<>();
+        for (Document document : result) {
+            copies.add(document.cloneDeeply());
+        }
+        return new QueryResult(copies, result.getCursorId());
     }
 
     /** Encodes {@code value} as its BSON type byte and value; {@link Missing} as type 0 (no BSON type has it). */

@@ -147,9 +147,9 @@ public final class EmbeddedMongoServer {
                                 @Override
                                 protected QueryResult queryDocuments(Document query, Document orderBy, int skip, int limit, int batchSize, Document fields) {
                                     Iterable<Object> byId = IdFirst.positions(query, getIndexes());
-                                    return byId == null
+                                    return BsonStore.detached(byId == null
                                         ? super.queryDocuments(query, orderBy, skip, limit, batchSize, fields)
-                                        : matchDocuments(query, byId, orderBy, skip, limit, batchSize, fields);
+                                        : matchDocuments(query, byId, orderBy, skip, limit, batchSize, fields));
                                 }
                             };
                         }
