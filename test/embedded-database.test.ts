@@ -105,6 +105,35 @@ describe("the embedded database", () => {
     }
   });
 
+  it("updates documents in place while the H2 store writes them in the background, without closing the store", async () => {
+    // The library changes a found document's instance in place (fields added and removed); the writer (here
+    // every millisecond) must never encode an instance while it changes: a ConcurrentModificationException
+    // there closes the store for good. Large documents keep the writer busy inside each one.
+    const db = await startEmbeddedMongo({ kind: "h2", file: path.join(temp, "busy", "database.mv"), commitIntervalMs: 1 });
+    const client = await new MongoClient(db.uri, { maxPoolSize: 16 }).connect();
+    try {
+      const docs = client.db("app").collection<{ _id: string; n: number }>("docs");
+      const big = Array.from({ length: 20_000 }, (_, i) => `item ${i}`);
+      await docs.insertMany(Array.from({ length: 4 }, (_, i) => ({ _id: `d${i}`, big, n: 0 })));
+      const began = Date.now();
+      let updates = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, w) => {
+          for (let i = 0; Date.now() - began < 3000; i++) {
+            const id = `d${(w + i) % 4}`;
+            updates++;
+            await docs.updateOne({ _id: id }, { $inc: { n: 1 }, $set: { [`field${w}`]: i } });
+            await docs.findOneAndUpdate({ _id: id, n: { $gte: 0 } }, { $unset: { [`field${w}`]: "" } });
+          }
+        }),
+      );
+      expect((await docs.find().toArray()).reduce((sum, d) => sum + d.n, 0)).toBe(updates);
+    } finally {
+      await client.close();
+      await db.stop();
+    }
+  });
+
   it("converts an H2 file written by the library's own storage (Java serialization) to BSON storage, losing nothing", async () => {
     // The library's H2 backend as it is, with no type of ours: the storage of every file made before BSON.
     const work = path.join(temp, "stock");
