@@ -14,6 +14,14 @@ export interface CommandCounter {
   close(): Promise<void>;
 }
 
+/** Commands of the driver's connection upkeep (handshakes, heartbeats, sessions), not of the work measured. */
+const UPKEEP = /^(hello|isMaster|ismaster|ping|endSessions|buildInfo)\b/;
+
+/** The counts without the driver's upkeep, largest first. */
+export function workCommands(counts: CommandCounts): [string, number][] {
+  return [...counts].filter(([key]) => !UPKEEP.test(key)).sort((a, b) => b[1] - a[1]);
+}
+
 /** Counts of `after` minus `before`, per key. */
 export function countsBetween(before: CommandCounts, after: CommandCounts): CommandCounts {
   const diff: CommandCounts = new Map();

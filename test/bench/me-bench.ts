@@ -7,7 +7,7 @@ import { GetMeRequestSchema } from "../../gen/messaging/v1/account_pb.js";
 import { ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
-import { countsBetween, startCommandCounter, type CommandCounts } from "./command-counter.js";
+import { countsBetween, startCommandCounter, workCommands, type CommandCounts } from "./command-counter.js";
 import { loadTable, runLoad, table, type LoadResult } from "./harness.js";
 
 /** Options of the GET /v1/me benchmark. */
@@ -159,7 +159,7 @@ export async function runMeBench(options: MeBenchOptions): Promise<string> {
     table(
       ["run", "per request", "commands"],
       commands.map(([name, requests, counts]) => {
-        const rows = [...counts].filter(([key]) => !HEARTBEAT.test(key)).sort((a, b) => b[1] - a[1]);
+        const rows = workCommands(counts);
         const total = rows.reduce((sum, [, n]) => sum + n, 0);
         return [name, (total / requests).toFixed(3), rows.map(([key, n]) => `${key} ${n}`).join(", ")];
       }),
@@ -167,5 +167,3 @@ export async function runMeBench(options: MeBenchOptions): Promise<string> {
   ].join("\n");
 }
 
-/** Commands of the driver's connection upkeep, not of requests. */
-const HEARTBEAT = /^(hello|isMaster|ismaster|ping|endSessions|buildInfo)\b/;

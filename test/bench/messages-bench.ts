@@ -10,7 +10,7 @@ import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js"
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { SendMessageRequestSchema } from "../../gen/messaging/v1/messages_pb.js";
 import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
-import { countsBetween, startCommandCounter, type CommandCounts } from "./command-counter.js";
+import { countsBetween, startCommandCounter, workCommands, type CommandCounts } from "./command-counter.js";
 import { loadTable, percentile, rssMiB, runLoad, table, type LoadResult } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
@@ -187,7 +187,7 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
 
 /** Database commands per message, by command and collection: the accepting request's and the whole life's. */
 function commandTable(counts: CommandCounts, waited: CommandCounts, sends: number): string {
-  const rows = [...counts].filter(([key]) => !/^(hello|isMaster|ismaster|ping|endSessions|buildInfo)\b/.test(key)).sort((a, b) => b[1] - a[1]);
+  const rows = workCommands(counts);
   const per = (n: number) => (n / sends).toFixed(3);
   const accepting = rows.filter(([key]) => ACCEPTING.test(key)).reduce((sum, [, n]) => sum + n, 0);
   const total = rows.reduce((sum, [, n]) => sum + n, 0);

@@ -8,7 +8,10 @@ import { startService, type RunningService } from "../../src/server.js";
 import { createLogger } from "../../src/shared/logger.js";
 import { automaticAttemptId, deliveryId, type AttemptRecord, type BatchItem } from "../../src/webhooks/delivery-store.js";
 import { BATCH_JOB } from "../../src/webhooks/retry-batches.js";
+import { signWebhookPayload } from "../../src/webhooks/signature.js";
+import { Pool } from "undici";
 import { startProcess, stopProcess, TEST_WEBHOOK_SECRET_KEY } from "../helpers/processes.js";
+import { countsBetween, startCommandCounter, workCommands } from "./command-counter.js";
 import { percentile, table } from "./harness.js";
 
 /** Options of the webhook delivery benchmark. */
@@ -40,13 +43,15 @@ interface Row {
   peakRssMiB: number;
   badSignatures: number;
   note: string;
+  /** Database commands during the run, by "<command> <collection>" (none for the bare loop). */
+  commands: Map<string, number>;
 }
 
 /**
  * Signed webhook deliveries sustained by one service process (API and
  * worker in one, on the real database) against local receivers in another
  * process, which check every signature:
- * - new events published at a steady rate, one endpoint each: the latency
+ * - new events published at a steady rate (100, 250, 1,000/s), one endpoint each: the latency
  *   from publication (the event bus call, as the messaging capability makes
  *   it on a network report) to the receiver's arrival;
  * - new events from 32 publishers as fast as they go;
@@ -55,7 +60,12 @@ interface Row {
  *   hour) while new events arrive at 100 per second, then due at once and
  *   drained by the Agenda retry batches while new events keep arriving at
  *   50 per second: deliveries/s (backlog and new events) until the backlog
- *   is drained, and the latency of the new events meanwhile.
+ *   is drained, and the latency of the new events meanwhile;
+ * - beside them, a bare loop that only signs and POSTs (undici, keep-alive,
+ *   32 at once) to the same receivers: the ceiling without a database.
+ *
+ * A relay in front of the database counts every command of each run on the
+ * wire (test/bench/command-counter.ts), printed per delivery.
  */
 export async function runWebhookBench(options: WebhookBenchOptions): Promise<string> {
   const receivers = await startProcess("test/bench/webhook-receivers.ts", { RECEIVERS: String(RECEIVERS) }, (line) =>
@@ -65,6 +75,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
     const res = await fetch(`http://127.0.0.1:${receivers.value[0]}/control/${path}`, { method: body ? "POST" : "GET", body: body ? JSON.stringify(body) : undefined });
     return (await res.json()) as Stats;
   };
+  const counter = await startCommandCounter(options.mongodbUri);
   const service = await startService({
     config: {
       ...loadConfig({}),
@@ -72,7 +83,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
       port: 0,
       consolePort: 0,
       consoleToken: CONSOLE_TOKEN,
-      mongodbUri: options.mongodbUri,
+      mongodbUri: counter.uri,
       mongodbDatabase: `bench_webhooks_${Date.now()}`,
       webhookSecretKey: Buffer.from(TEST_WEBHOOK_SECRET_KEY, "hex"),
       webhookAllowHttpLoopback: true,
@@ -87,8 +98,10 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss / 2 ** 20)), 100);
     const measure = async (name: string, run: () => Promise<{ deliveries: number; seconds: number; latencies: number[]; bad: number; note: string }>) => {
       peak = 0;
+      const before = counter.snapshot();
       const r = await run();
-      rows.push({ name, deliveries: r.deliveries, seconds: r.seconds, latencies: r.latencies, peakRssMiB: peak, badSignatures: r.bad, note: r.note });
+      const commands = countsBetween(before, counter.snapshot());
+      rows.push({ name, deliveries: r.deliveries, seconds: r.seconds, latencies: r.latencies, peakRssMiB: peak, badSignatures: r.bad, note: r.note, commands });
     };
     let n = 0;
     const publish = (sentNs = process.hrtime.bigint()) => {
@@ -123,7 +136,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
         all.received += s.received;
         all.backlog += s.backlog;
         all.badSignatures += s.badSignatures;
-        all.latenciesMs.push(...s.latenciesMs);
+        for (const ms of s.latenciesMs) all.latenciesMs.push(ms);
         if (all.firstNs === "0") all.firstNs = s.firstNs;
         if (s.lastNs !== "0") all.lastNs = s.lastNs;
       }
@@ -141,7 +154,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
         const s = await collect(sent, "received");
         return { deliveries: s.received, seconds: options.seconds, latencies: s.latenciesMs, bad: s.badSignatures, note: `${sent} published` };
       });
-    for (const rate of [100, 250]) await atRate(rate, "");
+    for (const rate of [100, 250, 1000]) await atRate(rate, "");
     await measure(`new events, 32 publishers as fast as they go, ${options.seconds} s`, async () => {
       const began = performance.now();
       const stopAt = began + options.seconds * 1000;
@@ -157,6 +170,30 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
       const s = await collect(sent, "received");
       const seconds = Number(BigInt(s.lastNs) - BigInt(s.firstNs)) / 1e9;
       return { deliveries: s.received, seconds, latencies: s.latenciesMs, bad: s.badSignatures, note: `${sent} published` };
+    });
+    await measure(`bare sign-and-POST loop, 32 at once, ${options.seconds} s (no database)`, async () => {
+      const stopAt = performance.now() + options.seconds * 1000;
+      const pools = receivers.value.map((port) => new Pool(`http://127.0.0.1:${port}`, { connections: 64 }));
+      let sent = 0;
+      await Promise.all(
+        Array.from({ length: 32 }, async (_, w) => {
+          while (performance.now() < stopAt) {
+            const i = (sent++ + w) % pools.length;
+            const body = JSON.stringify({ id: randomUUID(), type: "message.delivered", created_at: new Date().toISOString(), data: { sent_ns: String(process.hrtime.bigint()) } });
+            const res = await pools[i]!.request({
+              path: "/hook",
+              method: "POST",
+              headers: { "content-type": "application/json", "service-signature": signWebhookPayload(endpoints[i]!.secret, body, Math.floor(Date.now() / 1000)) },
+              body,
+            });
+            await res.body.dump();
+          }
+        }),
+      );
+      await Promise.all(pools.map((pool) => pool.close()));
+      const s = await collect(sent, "received");
+      const seconds = Number(BigInt(s.lastNs) - BigInt(s.firstNs)) / 1e9;
+      return { deliveries: s.received, seconds, latencies: s.latenciesMs, bad: s.badSignatures, note: `${sent} posted` };
     });
     for (const size of options.backlogs) {
       const seeded = await seedBacklog(service, endpoints, size);
@@ -184,7 +221,12 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
   } finally {
     await service.close();
     await stopProcess(receivers.child);
+    await counter.close();
   }
+  const rate = (prefix: string) => {
+    const row = rows.find((r) => r.name.startsWith(prefix));
+    return row ? row.deliveries / row.seconds : NaN;
+  };
   return [
     `Webhook deliveries: one service process (ROLE=all), ${RECEIVERS} receivers in another process (signatures checked), one endpoint per event`,
     table(
@@ -203,6 +245,19 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
       }),
     ),
     "Latency: from the publishing call to the receiver's arrival (same machine, monotonic clock).",
+    `32 publishers / bare sign-and-POST loop: ${(rate("new events, 32 publishers") / rate("bare sign-and-POST")).toFixed(2)}`,
+    "",
+    "Database commands per delivery, counted on the wire (heartbeats left out), by run:",
+    table(
+      ["run", "per delivery", "commands"],
+      rows
+        .filter((r) => !r.name.startsWith("bare"))
+        .map((r) => {
+          const counted = workCommands(r.commands);
+          const total = counted.reduce((sum, [, n]) => sum + n, 0);
+          return [r.name, (total / r.deliveries).toFixed(3), counted.map(([key, n]) => `${key} ${n}`).join(", ")];
+        }),
+    ),
   ].join("\n");
 }
 
@@ -224,7 +279,7 @@ async function createEndpoints(service: RunningService, ports: number[], control
       events: ["message.delivered"],
     });
     secrets[port] = res.secret;
-    endpoints.push({ workspaceId: workspace!.id, endpointId: res.webhookEndpoint!.id });
+    endpoints.push({ workspaceId: workspace!.id, endpointId: res.webhookEndpoint!.id, secret: res.secret });
   }
   await control("secrets", secrets);
   return endpoints;
