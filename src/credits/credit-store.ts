@@ -96,12 +96,17 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
   const workspaces = db.collection<WorkspaceCredits>("workspaces");
   const ledger = db.collection<LedgerEntry>("credit_ledger");
 
-  /** Applies `op` as `opId` to the balance unless already pending; null when refused by `guard`. */
-  async function apply(workspaceId: string, opId: string, op: PendingOperation, guard: object = {}): Promise<WorkspaceCredits | null> {
+  /**
+   * Applies `op` as `opId` to the balance unless already pending; resolves to
+   * the balance after it, or null when refused by `guard`. Only the balance is
+   * read back: the workspace's pending operations (hundreds under load, until
+   * their batch clears them) stay on the server.
+   */
+  async function apply(workspaceId: string, opId: string, op: PendingOperation, guard: object = {}): Promise<Pick<WorkspaceCredits, "credit_balance"> | null> {
     return workspaces.findOneAndUpdate(
       { _id: workspaceId, [`credit_ops.${opId}`]: { $exists: false }, ...guard },
       { $inc: { credit_balance: op.amount }, $set: { [`credit_ops.${opId}`]: op } },
-      { returnDocument: "after" },
+      { returnDocument: "after", projection: { _id: 0, credit_balance: 1 } },
     );
   }
 

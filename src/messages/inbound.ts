@@ -245,8 +245,8 @@ export function createInbound(deps: {
    *   fires the event: a change never goes without its event.
    *
    * `set` adds fields to the same update (dispatch records the network id).
-   * Resolves to the message after the update, or null when the report
-   * changed nothing (a duplicate) or no message matched.
+   * Resolves to the message after the update (without its send snapshot),
+   * or null when the report changed nothing (a duplicate) or no message matched.
    */
   async function applyStatus(
     match: { _id: string } | { wa_message_id: string },
@@ -262,12 +262,11 @@ export function createInbound(deps: {
     const earlier = status === "failed" ? ["accepted", "sent"] : STATUS_ORDER.slice(0, STATUS_ORDER.indexOf(status));
     const forward: Partial<MessageRecord> = status === "failed" ? { status: "failed", error, refund_state: "due" } : { status };
     const now = clock.now();
+    // The send snapshot (template parameters and text) is dispatch's alone: not read back here.
+    const options = { returnDocument: "after", projection: { send: 0 } } as const;
     const updated =
-      (await col.findOneAndUpdate(
-        { ...filter, status: { $in: earlier as StoredStatus[] } },
-        { $set: { ...forward, ...set, updated_at: now }, $min: min, ...record },
-        { returnDocument: "after" },
-      )) ?? (await col.findOneAndUpdate(filter, { $set: { ...set, updated_at: now }, $min: min, ...record }, { returnDocument: "after" }));
+      (await col.findOneAndUpdate({ ...filter, status: { $in: earlier as StoredStatus[] } }, { $set: { ...forward, ...set, updated_at: now }, $min: min, ...record }, options)) ??
+      (await col.findOneAndUpdate(filter, { $set: { ...set, updated_at: now }, $min: min, ...record }, options));
     if (!updated) return null;
     applied.set(`${updated._id}:${status}`, true);
     await publishStatus(updated, status, at, error);
