@@ -40,6 +40,9 @@ import de.bwaldvogel.mongo.bson.Document;
  * other condition ({@code {_id, status}}, the shape of every conditional state change) read the whole
  * collection: 3 ms per update at 10,000 documents, against 0.7 ms by {@code _id} alone. MongoDB plans such
  * a query by the {@code _id} index; so does this server now.
+ *
+ * <p>The H2 backend's storage is {@link BsonStore}'s: documents as BSON, index keys compared in memory, and
+ * query results as copies (the library changes found documents in place; H2 writes pages in the background).
  */
 public final class EmbeddedMongoServer {
 
