@@ -22,6 +22,16 @@ export function workCommands(counts: CommandCounts): [string, number][] {
   return [...counts].filter(([key]) => !UPKEEP.test(key)).sort((a, b) => b[1] - a[1]);
 }
 
+/**
+ * A run's commands as two table cells: per unit of work (request, message,
+ * delivery) and the list by command, largest first, upkeep left out.
+ */
+export function commandCells(counts: CommandCounts, units: number): [perUnit: string, list: string] {
+  const rows = workCommands(counts);
+  const total = rows.reduce((sum, [, n]) => sum + n, 0);
+  return [(total / units).toFixed(3), rows.map(([key, n]) => `${key} ${n}`).join(", ")];
+}
+
 /** Counts of `after` minus `before`, per key. */
 export function countsBetween(before: CommandCounts, after: CommandCounts): CommandCounts {
   const diff: CommandCounts = new Map();

@@ -7,7 +7,7 @@ import { GetMeRequestSchema } from "../../gen/messaging/v1/account_pb.js";
 import { ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
-import { countsBetween, startCommandCounter, workCommands, type CommandCounts } from "./command-counter.js";
+import { commandCells, countsBetween, startCommandCounter, type CommandCounts } from "./command-counter.js";
 import { loadTable, runLoad, table, type LoadResult } from "./harness.js";
 
 /** Options of the GET /v1/me benchmark. */
@@ -158,11 +158,7 @@ export async function runMeBench(options: MeBenchOptions): Promise<string> {
     "Database commands per request, counted on the wire (heartbeats left out), by phase:",
     table(
       ["run", "per request", "commands"],
-      commands.map(([name, requests, counts]) => {
-        const rows = workCommands(counts);
-        const total = rows.reduce((sum, [, n]) => sum + n, 0);
-        return [name, (total / requests).toFixed(3), rows.map(([key, n]) => `${key} ${n}`).join(", ")];
-      }),
+      commands.map(([name, requests, counts]) => [name, ...commandCells(counts, requests)]),
     ),
   ].join("\n");
 }

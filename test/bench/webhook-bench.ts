@@ -11,7 +11,7 @@ import { BATCH_JOB } from "../../src/webhooks/retry-batches.js";
 import { signWebhookPayload } from "../../src/webhooks/signature.js";
 import { Pool } from "undici";
 import { startProcess, stopProcess, TEST_WEBHOOK_SECRET_KEY } from "../helpers/processes.js";
-import { countsBetween, startCommandCounter, workCommands } from "./command-counter.js";
+import { commandCells, countsBetween, startCommandCounter } from "./command-counter.js";
 import { percentile, table } from "./harness.js";
 
 /** Options of the webhook delivery benchmark. */
@@ -252,11 +252,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
       ["run", "per delivery", "commands"],
       rows
         .filter((r) => !r.name.startsWith("bare"))
-        .map((r) => {
-          const counted = workCommands(r.commands);
-          const total = counted.reduce((sum, [, n]) => sum + n, 0);
-          return [r.name, (total / r.deliveries).toFixed(3), counted.map(([key, n]) => `${key} ${n}`).join(", ")];
-        }),
+        .map((r) => [r.name, ...commandCells(r.commands, r.deliveries)]),
     ),
   ].join("\n");
 }
