@@ -1,0 +1,390 @@
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.NavigableMap;
+import java.util.NoSuchElementException;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+
+import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.backend.Index;
+import de.bwaldvogel.mongo.backend.IndexKey;
+import de.bwaldvogel.mongo.backend.KeyValue;
+import de.bwaldvogel.mongo.backend.Missing;
+import de.bwaldvogel.mongo.backend.Utils;
+import de.bwaldvogel.mongo.backend.ValueComparator;
+import de.bwaldvogel.mongo.bson.Document;
+
+/**
+ * A non-unique index ({@code createIndex} without {@code unique}), which the library accepts and ignores
+ * (every query on such fields reads the whole collection). Kept in memory, ordered by the index's keys (each in
+ * its direction) and then by {@code _id}; rebuilt from the documents when the collection opens (the library
+ * fills an empty index it adds), so it is never out of step with them.
+ *
+ * <p>It answers a query that has equality ({@code v} or {@code {$eq: v}}) on its leading keys and then,
+ * optionally, a range ({@code $gt}, {@code $gte}, {@code $lt}, {@code $lte}) on the next one, or an {@code $in}
+ * of values on one key after the equalities. Values must be numbers, strings, dates, booleans or ObjectIds; any
+ * other shape is left to a full scan. The positions it gives are a superset of the answer: the library still
+ * matches the whole query on every document (so a range on dates passes no string or null through).
+ *
+ * <p>When the query's order is the index's order (the keys after the equalities, all in the index's directions
+ * or all reversed, {@code _id} last), {@link #scan} says so, and the planner drops the sort: the positions are
+ * read lazily in order and a {@code limit} stops the read, as MongoDB's index scan does.
+ */
+final class SecondaryIndex<P> extends Index<P> {
+
+    /** A position in the index: a document's keys and {@code _id}, or a bound before or after a prefix of keys. */
+    private record Entry(Object[] key, Object id, int bound) {
+    }
+
+    private static final int BEFORE = -1;
+    private static final int AFTER = 1;
+
+    private final List<Comparator<Object>> keyComparators = new ArrayList<>();
+    private final ConcurrentSkipListMap<Entry, P> entries = new ConcurrentSkipListMap<>(this::compare);
+    private final ConcurrentHashMap<Object, P> positionsById = new ConcurrentHashMap<>();
+
+    SecondaryIndex(String name, List<IndexKey> keys, boolean sparse) {
+        super(name, keys, sparse);
+        for (IndexKey key : keys) {
+            keyComparators.add(key.isAscending() ? ValueComparator.asc() : ValueComparator.desc());
+        }
+    }
+
+    private int compare(Entry a, Entry b) {
+        int common = Math.min(a.key.length, b.key.length);
+        for (int i = 0; i < common; i++) {
+            int c = keyComparators.get(i).compare(a.key[i], b.key[i]);
+            if (c != 0) {
+                return c;
+            }
+        }
+        if (a.bound == 0 && b.bound == 0) {
+            return ValueComparator.asc().compare(a.id, b.id);
+        }
+        if (b.bound == 0) {
+            return a.bound;
+        }
+        if (a.bound == 0) {
+            return -b.bound;
+        }
+        if (a.bound != b.bound) {
+            return Integer.compare(a.bound, b.bound);
+        }
+        // Two bounds on the same side: the shorter prefix reaches further.
+        return a.bound * Integer.compare(b.key.length, a.key.length);
+    }
+
+    private static Object idOf(Document document) {
+        return new KeyValue(document.get("_id")).normalized().get(0);
+    }
+
+    private boolean skips(Document document) {
+        return isSparse() && keys().stream().allMatch(key -> Utils.getSubdocumentValue(document, key) instanceof Missing);
+    }
+
+    @Override
+    public synchronized void add(Document document, P position, MongoCollection<P> collection) {
+        if (skips(document)) {
+            return;
+        }
+        Object id = idOf(document);
+        for (KeyValue key : getKeyValues(document)) {
+            entries.put(new Entry(key.stream().toArray(), id, 0), position);
+        }
+        positionsById.put(id, position);
+    }
+
+    @Override
+    public synchronized P remove(Document document) {
+        Object id = idOf(document);
+        P position = positionsById.remove(id);
+        if (position != null) {
+            for (KeyValue key : getKeyValues(document)) {
+                entries.remove(new Entry(key.stream().toArray(), id, 0));
+            }
+        }
+        return position;
+    }
+
+    @Override
+    public synchronized void updateInPlace(Document oldDocument, Document newDocument, P position, MongoCollection<P> collection) {
+        if (!nullAwareEqualsKeys(oldDocument, newDocument) || skips(oldDocument) != skips(newDocument)) {
+            remove(oldDocument);
+            add(newDocument, position, collection);
+        }
+    }
+
+    @Override
+    public P getPosition(Document document) {
+        // Not a unique index: it never names the one position of a document.
+        return null;
+    }
+
+    @Override
+    public void checkAdd(Document document, MongoCollection<P> collection) {
+        // Not unique: nothing to refuse.
+    }
+
+    @Override
+    public void checkUpdate(Document oldDocument, Document newDocument, MongoCollection<P> collection) {
+        // Not unique: nothing to refuse.
+    }
+
+    @Override
+    public long getCount() {
+        return entries.size();
+    }
+
+    @Override
+    public long getDataSize() {
+        return 0;
+    }
+
+    @Override
+    public void drop() {
+        entries.clear();
+        positionsById.clear();
+    }
+
+    @Override
+    public boolean canHandle(Document query) {
+        return scan(query, null) != null;
+    }
+
+    @Override
+    public Iterable<P> getPositions(Document query) {
+        return scan(query, null).positions();
+    }
+
+    /**
+     * How this index answers {@code query}: its ranges of entries and whether they come in {@code orderBy}'s
+     * order ({@link Scan#ordered}); null when it cannot answer the query.
+     */
+    Scan scan(Document query, Document orderBy) {
+        List<String> keys = keys();
+        List<Object> prefix = new ArrayList<>();
+        int i = 0;
+        for (; i < keys.size() && query.containsKey(keys.get(i)); i++) {
+            Object value = equality(query.get(keys.get(i)));
+            if (value == null) {
+                break;
+            }
+            prefix.add(value);
+        }
+        List<NavigableMap<Entry, P>> ranges = new ArrayList<>();
+        Object condition = i < keys.size() ? query.get(keys.get(i)) : null;
+        List<Object> in = condition instanceof Document d && d.size() == 1 ? values(d.get("$in")) : null;
+        if (in != null) {
+            for (Object value : in) {
+                List<Object> exact = new ArrayList<>(prefix);
+                exact.add(value);
+                ranges.add(range(exact, BEFORE, exact, AFTER));
+            }
+            return new Scan(ranges, false, false);
+        }
+        Object[] bounds = condition instanceof Document d ? bounds(d) : null;
+        if (prefix.isEmpty() && bounds == null) {
+            return null;
+        }
+        if (bounds == null) {
+            ranges.add(range(prefix, BEFORE, prefix, AFTER));
+        } else {
+            // bounds: {low, lowInclusive, high, highInclusive} in value order; the map's order is the key's direction.
+            List<Object> low = new ArrayList<>(prefix);
+            low.add(bounds[0]);
+            List<Object> high = new ArrayList<>(prefix);
+            if (bounds[2] != null) {
+                high.add(bounds[2]);
+            }
+            int lowSide = (Boolean) bounds[1] ? BEFORE : AFTER;
+            int highSide = bounds[2] == null || (Boolean) bounds[3] ? AFTER : BEFORE;
+            ranges.add(getKeys().get(i).isAscending() ? range(low, lowSide, high, highSide) : range(high, -highSide, low, -lowSide));
+        }
+        return new Scan(ranges, false, false).orderedBy(orderBy, keys, getKeys(), prefix.size());
+    }
+
+    private NavigableMap<Entry, P> range(List<Object> from, int fromSide, List<Object> to, int toSide) {
+        Entry start = new Entry(from.toArray(), null, fromSide);
+        Entry end = new Entry(to.toArray(), null, toSide);
+        if (compare(start, end) > 0) {
+            return new ConcurrentSkipListMap<>(this::compare);
+        }
+        return entries.subMap(start, true, end, true);
+    }
+
+    /** The value of an equality condition ({@code v} or {@code {$eq: v}}), normalized; null when it is not one. */
+    private static Object equality(Object condition) {
+        if (condition instanceof Document d) {
+            return d.size() == 1 && d.containsKey("$eq") ? scalar(d.get("$eq")) : null;
+        }
+        return scalar(condition);
+    }
+
+    /** The values of an {@code $in}, normalized; null unless every one is a plain scalar. */
+    private static List<Object> values(Object list) {
+        if (!(list instanceof Collection<?> collection) || collection.isEmpty()) {
+            return null;
+        }
+        List<Object> values = new ArrayList<>();
+        for (Object value : collection) {
+            Object scalar = scalar(value);
+            if (scalar == null) {
+                return null;
+            }
+            values.add(scalar);
+        }
+        return values;
+    }
+
+    /**
+     * The bounds of a range condition as {@code {low, lowInclusive, high, highInclusive}} (high null: none),
+     * completed to the type's ends when one side is open (MongoDB compares within a type); null when the
+     * condition is not a range of numbers, strings or dates.
+     */
+    private static Object[] bounds(Document condition) {
+        Object low = null;
+        Object high = null;
+        boolean lowInclusive = true;
+        boolean highInclusive = true;
+        for (String operator : condition.keySet()) {
+            Object value = scalar(condition.get(operator));
+            if (!(value instanceof Number || value instanceof String || value instanceof Instant)) {
+                return null;
+            }
+            switch (operator) {
+                case "$gt", "$gte" -> {
+                    low = value;
+                    lowInclusive = operator.equals("$gte");
+                }
+                case "$lt", "$lte" -> {
+                    high = value;
+                    highInclusive = operator.equals("$lte");
+                }
+                default -> {
+                    return null;
+                }
+            }
+        }
+        if (low != null && high != null && !sameType(low, high)) {
+            return null;
+        }
+        Object typed = low != null ? low : high;
+        if (low == null) {
+            low = typed instanceof Number ? Double.NEGATIVE_INFINITY : typed instanceof String ? "" : Instant.MIN;
+        }
+        if (high == null && !(typed instanceof String)) {
+            high = typed instanceof Number ? Double.POSITIVE_INFINITY : Instant.MAX;
+        }
+        return new Object[] {low, lowInclusive, high, highInclusive};
+    }
+
+    private static boolean sameType(Object a, Object b) {
+        return (a instanceof Number && b instanceof Number) || a.getClass() == b.getClass();
+    }
+
+    /** A plain value an index entry can equal, normalized as the library normalizes keys; null otherwise. */
+    private static Object scalar(Object value) {
+        if (value instanceof Number || value instanceof String || value instanceof Instant || value instanceof Boolean
+            || value instanceof de.bwaldvogel.mongo.bson.ObjectId) {
+            return new KeyValue(value).normalized().get(0);
+        }
+        return null;
+    }
+
+    /** The entries that may answer a query, in index order within each range. */
+    final class Scan {
+        private final List<NavigableMap<Entry, P>> ranges;
+        /** True when the ranges' order is the query's order. */
+        final boolean ordered;
+        private final boolean descending;
+
+        private Scan(List<NavigableMap<Entry, P>> ranges, boolean ordered, boolean descending) {
+            this.ranges = ranges;
+            this.ordered = ordered;
+            this.descending = descending;
+        }
+
+        /**
+         * This scan, marked ordered when {@code orderBy} (nonempty) names the index's keys from one of its
+         * equality keys on, then optionally {@code _id}, each after the equalities in the index's direction or
+         * each reversed (read backwards).
+         */
+        Scan orderedBy(Document orderBy, List<String> names, List<IndexKey> indexKeys, int equalities) {
+            if (orderBy == null || orderBy.isEmpty() || ranges.size() != 1) {
+                return this;
+            }
+            List<String> wanted = new ArrayList<>(orderBy.keySet());
+            int start = names.indexOf(wanted.get(0));
+            if (start < 0 || start > equalities) {
+                return this;
+            }
+            Boolean reversed = null;
+            for (int k = 0; k < wanted.size(); k++) {
+                int at = start + k;
+                String name = wanted.get(k);
+                boolean ascending = orderBy.get(name) instanceof Number n && n.doubleValue() > 0;
+                boolean indexAscending;
+                if (at < names.size() && names.get(at).equals(name)) {
+                    indexAscending = indexKeys.get(at).isAscending();
+                } else if (at == names.size() && name.equals("_id")) {
+                    indexAscending = true;
+                } else {
+                    return this;
+                }
+                if (at < equalities) {
+                    continue;
+                }
+                boolean flip = ascending != indexAscending;
+                if (reversed != null && reversed != flip) {
+                    return this;
+                }
+                reversed = flip;
+            }
+            return new Scan(ranges, true, reversed != null && reversed);
+        }
+
+        /** The positions of the entries, each once, read lazily (a limit stops the read). */
+        Iterable<P> positions() {
+            return () -> new Iterator<P>() {
+                private final Iterator<NavigableMap<Entry, P>> rangeIterator = ranges.iterator();
+                private Iterator<P> current = java.util.Collections.emptyIterator();
+                private final Set<P> seen = new HashSet<>();
+                private P next;
+
+                @Override
+                public boolean hasNext() {
+                    while (next == null) {
+                        while (!current.hasNext()) {
+                            if (!rangeIterator.hasNext()) {
+                                return false;
+                            }
+                            NavigableMap<Entry, P> range = rangeIterator.next();
+                            current = (descending ? range.descendingMap() : range).values().iterator();
+                        }
+                        P candidate = current.next();
+                        if (seen.add(candidate)) {
+                            next = candidate;
+                        }
+                    }
+                    return true;
+                }
+
+                @Override
+                public P next() {
+                    if (!hasNext()) {
+                        throw new NoSuchElementException();
+                    }
+                    P result = next;
+                    next = null;
+                    return result;
+                }
+            };
+        }
+    }
+}
