@@ -157,7 +157,7 @@ const schema = z.object({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean(false),
   WEBHOOK_ALLOW_HTTP_LOOPBACK: boolean(false),
   WEBHOOK_LEASE_MS: integer(60_000, 200, 3_600_000, "milliseconds"),
-  WEBHOOK_SWEEP_INTERVAL_MS: integer(10_000, 50, 3_600_000, "milliseconds"),
+  WEBHOOK_CLAIM_INTERVAL_MS: integer(1000, 10, 60_000, "milliseconds"),
   FLOW_FILE_MAX_BYTES: integer(25 * 1024 * 1024, 1, 1024 * 1024 * 1024, "bytes"),
   FLOW_FILE_ALLOWED_TYPES: mediaTypes(DEFAULT_FLOW_FILE_TYPES),
   FLOW_FILE_FETCH_MAX_ATTEMPTS: integer(8, 1, 100, "attempts"),
@@ -279,13 +279,13 @@ export interface Config {
   /** Whether endpoint URLs may use plain http for loopback addresses. */
   webhookAllowHttpLoopback: boolean;
   /**
-   * How long webhook work taken by a process stays its own without a sign of
-   * life, in ms: the lock of a retry batch, the registration of a publishing
-   * process, and the age at which an event not yet fanned out is recovered.
+   * How long a webhook delivery claimed by a process stays its own, in ms:
+   * past it (the process died mid-attempt), another claims it again and
+   * records the lost attempt as interrupted.
    */
   webhookLeaseMs: number;
-  /** Interval of the webhook sweep (crashed publishers, paused deliveries), in ms. */
-  webhookSweepIntervalMs: number;
+  /** How often an idle worker looks for due webhook deliveries, in ms (sooner when this process knows one is due). */
+  webhookClaimIntervalMs: number;
   /** Largest file of a form submission that is stored, in bytes. */
   flowFileMaxBytes: number;
   /** Media types of form files that are stored ("type/subtype" or "type/*"), lower case. */
@@ -383,7 +383,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookAllowPrivateTargets: v.WEBHOOK_ALLOW_PRIVATE_TARGETS,
     webhookAllowHttpLoopback: v.WEBHOOK_ALLOW_HTTP_LOOPBACK,
     webhookLeaseMs: v.WEBHOOK_LEASE_MS,
-    webhookSweepIntervalMs: v.WEBHOOK_SWEEP_INTERVAL_MS,
+    webhookClaimIntervalMs: v.WEBHOOK_CLAIM_INTERVAL_MS,
     flowFileMaxBytes: v.FLOW_FILE_MAX_BYTES,
     flowFileAllowedTypes: v.FLOW_FILE_ALLOWED_TYPES,
     flowFileFetchMaxAttempts: v.FLOW_FILE_FETCH_MAX_ATTEMPTS,

@@ -133,7 +133,7 @@ describe("the embedded database", () => {
       { filter: { n: { $in: [0, 50, 51] } } },
       { filter: { group: { $ne: "a" } } },
     ];
-    const answers = async (things: import("mongodb").Collection<Record<string, unknown>>) =>
+    const answers = async (things: import("mongodb").Collection<{ _id: string } & Record<string, unknown>>) =>
       Promise.all(
         queries.map(async ({ filter, sort, limit }) => {
           const found = (await things.find(filter, { sort, limit, projection: { _id: 1 } }).toArray()).map((d) => d._id);
@@ -144,7 +144,7 @@ describe("the embedded database", () => {
       let db = await startEmbeddedMongo(backend);
       let client = await new MongoClient(db.uri).connect();
       try {
-        let things = client.db("app").collection<Record<string, unknown>>("things");
+        let things = client.db("app").collection<{ _id: string } & Record<string, unknown>>("things");
         await things.insertMany(docs.slice(0, 150));
         await things.createIndex({ due: 1 });
         await things.createIndex({ group: 1, due: -1, _id: -1 });
@@ -163,7 +163,7 @@ describe("the embedded database", () => {
           await db.stop();
           db = await startEmbeddedMongo(backend);
           client = await new MongoClient(db.uri).connect();
-          things = client.db("app").collection<Record<string, unknown>>("things");
+          things = client.db("app").collection<{ _id: string } & Record<string, unknown>>("things");
         }
         const indexed = await answers(things);
         await things.dropIndexes();

@@ -2,7 +2,6 @@ import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import type { ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { BATCH_JOB } from "../src/webhooks/retry-batches.js";
 import { rest } from "./helpers/clients.js";
 import { startServiceProcess, stopProcess } from "./helpers/processes.js";
 import { answerOk, answerStatus, startReceiver, type Receiver } from "./helpers/receivers.js";
@@ -10,9 +9,9 @@ import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } f
 
 /*
  * Retries run in worker processes (ROLE=worker, src/main.ts as a child
- * process) on Agenda; this suite's own service has ROLE=api: it publishes
- * the events and makes the first attempt and the immediate retry, then
- * hands the rest to the workers through retry batches.
+ * process); this suite's own service has ROLE=api: it publishes the events
+ * and makes the first attempt and the immediate retry, then leaves the
+ * rest, due at their times, to the workers' claims.
  */
 
 const settings = {
@@ -22,7 +21,7 @@ const settings = {
   webhookAttemptTimeoutMs: 1500,
   webhookLeaseMs: 3100,
   jobPollIntervalMs: 100,
-  webhookSweepIntervalMs: 300,
+  webhookClaimIntervalMs: 300,
 };
 
 let t: TestService;
@@ -50,7 +49,7 @@ function startWorker() {
     WEBHOOK_ATTEMPT_TIMEOUT_MS: String(settings.webhookAttemptTimeoutMs),
     WEBHOOK_LEASE_MS: String(settings.webhookLeaseMs),
     JOB_POLL_INTERVAL_MS: String(settings.jobPollIntervalMs),
-    WEBHOOK_SWEEP_INTERVAL_MS: String(settings.webhookSweepIntervalMs),
+    WEBHOOK_CLAIM_INTERVAL_MS: String(settings.webhookClaimIntervalMs),
   }).then((worker) => {
     children.push(worker.child);
     return worker;
@@ -122,45 +121,24 @@ describe("worker processes (outbox, sweep, claims)", () => {
     expect(new Set(deliveries.map((d) => d.event_id))).toEqual(new Set(events.map((e) => e._id)));
   }, 60_000);
 
-  it("never makes the same attempt twice with two workers, even when both run the same retry batch at once", async () => {
+  it("never makes the same attempt twice with two workers claiming the same due deliveries", async () => {
     await startWorker();
     // Slow answers widen the races: three failures, then success.
     perEvent((nth, res) => setTimeout(() => (nth <= 3 ? answerStatus(500) : answerOk)({} as never, res, nth), 30));
-
-    // Every retry batch gets a second job, so that both workers may run it at once.
-    const doubled = new Set<string>();
-    let doubling = true;
-    const doubler = (async () => {
-      while (doubling) {
-        for (const batch of await t.service.db.collection("webhook_batches").find({}).toArray()) {
-          const id = String(batch._id);
-          if (doubled.has(id)) continue;
-          doubled.add(id);
-          await t.service.scheduler.agenda.create(BATCH_JOB, { batch_id: id }).schedule(new Date()).save();
-        }
-        await new Promise((resolve) => setTimeout(resolve, 20));
+    // Waves of five events, each to its own endpoint (fifteen failures: fewer than the twenty that disable it),
+    // their retries due at the same times: both workers' claims find them.
+    const waves = [];
+    for (let wave = 0; wave < 4; wave++) {
+      const { workspaceId, endpointId } = await newEndpoint();
+      await Promise.all(Array.from({ length: 5 }, (_, i) => t.service.events.publish({ workspaceId, type: "message.sent", data: { wave, i } })));
+      waves.push(endpointId);
+    }
+    for (const endpointId of waves) {
+      for (const delivery of await allSucceeded(endpointId, 5)) {
+        const attempts = await attemptsOf(delivery.id);
+        expect(attempts.map((a) => a.number)).toEqual([1, 2, 3, 4]);
+        expect(receiver.requests.filter((r) => r.headers["service-delivery"] === delivery.event_id)).toHaveLength(4);
       }
-    })();
-    try {
-      // Waves of five events, each to its own endpoint (fifteen failures: fewer than the twenty that disable it).
-      const waves = [];
-      for (let wave = 0; wave < 4; wave++) {
-        const { workspaceId, endpointId } = await newEndpoint();
-        await Promise.all(Array.from({ length: 5 }, (_, i) => t.service.events.publish({ workspaceId, type: "message.sent", data: { wave, i } })));
-        waves.push(endpointId);
-        await new Promise((resolve) => setTimeout(resolve, 150));
-      }
-      for (const endpointId of waves) {
-        for (const delivery of await allSucceeded(endpointId, 5)) {
-          const attempts = await attemptsOf(delivery.id);
-          expect(attempts.map((a) => a.number)).toEqual([1, 2, 3, 4]);
-          expect(receiver.requests.filter((r) => r.headers["service-delivery"] === delivery.event_id)).toHaveLength(4);
-        }
-      }
-      expect(doubled.size).toBeGreaterThan(1);
-    } finally {
-      doubling = false;
-      await doubler;
     }
   }, 60_000);
 });

@@ -23,12 +23,6 @@ export interface StoredEvent {
   data: JsonObject;
   /** The envelope as sent: `{"id","type","created_at","data"}`, JSON text. */
   body: string;
-  /**
-   * When the event was turned into deliveries (null until then). A sweep
-   * finds events still null after a crash and fans them out (outbox). Set
-   * at creation when no listener had work for it (no endpoint selected it).
-   */
-  fanned_out_at: Date | null;
 }
 
 /** What a capability gives to publish an event. */
@@ -65,34 +59,31 @@ export const EVENT_TYPES = [
 /** One event type. */
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** Called after an event is stored, in the publishing process (for example to fan it out to webhooks at once). */
-export type EventListener = (event: StoredEvent) => Promise<void>;
-
 /**
- * Asked before an event is stored whether its listener has work for it
- * (for example: an enabled endpoint of the workspace selected the type);
- * `at` is the event's creation time. An event no listener wants is stored
- * already marked fanned out, and no listener is called: one write instead of two.
+ * The outbox of an event: called before the event is stored, it stores the
+ * durable work the event needs (for example its webhook deliveries, each
+ * due at once), and returns what to do once the event is stored (for
+ * example attempt them at once in this process), or null when there is
+ * nothing. Stored first, the work survives a crash right after the event
+ * is stored; work whose event never got stored finds no event and is
+ * dropped (see the webhook engine).
  */
-export type EventInterest = (workspaceId: string, type: EventType, at: Date) => Promise<boolean>;
+export type EventOutbox = (event: StoredEvent) => Promise<(() => void) | null>;
 
 /** Publication of webhook events: stored first, then handed to the listeners. */
 export interface EventBus {
   readonly collection: Collection<StoredEvent>;
   /**
-   * Stores the event (the durable record: nothing accepted is lost), then
-   * calls every listener. A listener's failure is logged, not thrown: the
-   * event is stored and the fan-out sweep retries it. With a `dedupeKey`
-   * already published, answers the stored event and calls no listener (the
-   * sweep fans out what an earlier attempt left undone).
+   * Runs the outboxes, then stores the event (the durable record: nothing
+   * accepted is lost), then runs what the outboxes returned. With a
+   * `dedupeKey` already published, answers the stored event (its work was
+   * stored with it the first time).
+   *
+   * @throws the database's error when the work or the event could not be stored (the caller may publish again).
    */
   publish(event: NewEvent): Promise<StoredEvent>;
-  /**
-   * Adds a listener for events published by this process; with `interest`,
-   * only for the events it says it wants (an interest that fails counts as
-   * wanting it).
-   */
-  onPublished(listener: EventListener, interest?: EventInterest): void;
+  /** Adds an outbox, run for every event published by this process. */
+  onPublish(outbox: EventOutbox): void;
   ensureIndexes(): Promise<void>;
 }
 
@@ -106,7 +97,7 @@ type InsertOutcome = "inserted" | "duplicate" | Error;
  */
 export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
   const collection = db.collection<StoredEvent>("events");
-  const listeners: { listener: EventListener; interest?: EventInterest }[] = [];
+  const outboxes: EventOutbox[] = [];
   const inserts = new GroupCommit<StoredEvent, InsertOutcome>(async (events) => {
     try {
       await collection.insertMany(events, { ordered: false });
@@ -126,40 +117,30 @@ export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
     async publish({ workspaceId, type, data, dedupeKey }) {
       const id = dedupeKey ? uuidFromName(`${workspaceId}:${dedupeKey}`) : newId();
       const createdAt = clock.now();
-      const interested = [];
-      for (const entry of listeners) {
-        const wanted = entry.interest ? await entry.interest(workspaceId, type, createdAt).catch(() => true) : true;
-        if (wanted) interested.push(entry.listener);
-      }
       const body = JSON.stringify({ id, type, created_at: createdAt.toISOString(), data });
-      const event: StoredEvent = {
-        _id: id,
-        workspace_id: workspaceId,
-        type,
-        created_at: createdAt,
-        data,
-        body,
-        fanned_out_at: interested.length === 0 ? createdAt : null,
-      };
+      const event: StoredEvent = { _id: id, workspace_id: workspaceId, type, created_at: createdAt, data, body };
+      const afterwards = [];
+      for (const outbox of outboxes) afterwards.push(await outbox(event));
       const outcome = await inserts.add(event);
       if (outcome instanceof Error) throw outcome;
       if (outcome === "duplicate") {
         if (!dedupeKey) throw new Error(`event id ${id} exists already`);
         return (await collection.findOne({ _id: id })) ?? event;
       }
-      for (const listener of interested) {
-        await listener(event).catch((err: unknown) =>
-          logger.error({ err, eventId: id, type }, "event listener failed; the fan-out sweep will retry"),
-        );
+      for (const run of afterwards) {
+        try {
+          run?.();
+        } catch (err) {
+          logger.error({ err, eventId: id, type }, "starting an event's work failed; its stored work runs when due");
+        }
       }
       return event;
     },
-    onPublished(listener, interest) {
-      listeners.push({ listener, interest });
+    onPublish(outbox) {
+      outboxes.push(outbox);
     },
     async ensureIndexes() {
       await collection.createIndex({ workspace_id: 1, created_at: -1 });
-      await collection.createIndex({ fanned_out_at: 1, created_at: 1 });
       // The console's message log: the events a message caused.
       await collection.createIndex({ "data.message_id": 1 });
       await collection.createIndex({ "data.reply_to_message_id": 1 });

@@ -19,7 +19,7 @@ import { listPage } from "../store/pagination.js";
 import type { AttemptRecord, DeliveryRecord, DeliveryStore } from "./delivery-store.js";
 import type { Dispatcher } from "./dispatcher.js";
 import { requireEndpoint } from "./endpoint-service.js";
-import type { EndpointRecord, EndpointStore } from "./endpoint-store.js";
+import type { EndpointStore } from "./endpoint-store.js";
 
 const ts = (date: Date | null | undefined) => (date ? timestampFromDate(date) : undefined);
 const errorKind = (kind: string | null) => (kind ? (enumValueFromJson(AttemptErrorKindSchema, kind) ?? AttemptErrorKind.NETWORK) : AttemptErrorKind.UNSPECIFIED);
@@ -47,53 +47,35 @@ export function attemptToProto(a: AttemptRecord): MessageInitShape<typeof Delive
   };
 }
 
+const STATUS: Record<DeliveryRecord["status"], DeliveryStatus> = {
+  pending: DeliveryStatus.PENDING,
+  // Waiting while its endpoint is disabled: still pending, with no time of its next attempt.
+  disabled: DeliveryStatus.PENDING,
+  succeeded: DeliveryStatus.SUCCEEDED,
+  failed: DeliveryStatus.FAILED,
+  canceled: DeliveryStatus.CANCELED,
+};
+
 /**
- * The console form of deliveries, with their state read from their
- * attempts (deliveries are never updated, see delivery-store.ts): succeeded
- * once an attempt succeeded; canceled when the endpoint was deleted first;
- * failed when the last automatic attempt failed and none follows; pending
- * otherwise, with the next automatic attempt's time while the endpoint is
- * enabled.
+ * The console form of a delivery, from its stored state: its next attempt's
+ * time while pending and not in flight.
  */
-export async function describeDeliveries(
-  store: DeliveryStore,
-  endpoints: EndpointStore,
-  records: DeliveryRecord[],
-): Promise<MessageInitShape<typeof DeliverySchema>[]> {
-  if (records.length === 0) return [];
-  const [attempts, endpointRecords] = await Promise.all([
-    store.attempts.find({ delivery_id: { $in: records.map((r) => r._id) } }).toArray(),
-    endpoints.collection.find({ _id: { $in: [...new Set(records.map((r) => r.endpoint_id))] } }, { projection: { enabled: 1 } }).toArray(),
-  ]);
-  const endpointById = new Map<string, Pick<EndpointRecord, "enabled">>(endpointRecords.map((e) => [e._id, e]));
-  return records.map((r) => {
-    const own = attempts.filter((a) => a.delivery_id === r._id).sort((a, b) => a.started_at.getTime() - b.started_at.getTime());
-    const latest = own[own.length - 1];
-    const lastAutomatic = own.filter((a) => a.trigger === "automatic").sort((a, b) => a.number - b.number).pop();
-    const endpoint = endpointById.get(r.endpoint_id);
-    const status = own.some((a) => a.succeeded)
-      ? DeliveryStatus.SUCCEEDED
-      : !endpoint
-        ? DeliveryStatus.CANCELED
-        : lastAutomatic && lastAutomatic.next_attempt_at === null
-          ? DeliveryStatus.FAILED
-          : DeliveryStatus.PENDING;
-    return {
-      id: r._id,
-      object: "delivery",
-      workspaceId: r.workspace_id,
-      endpointId: r.endpoint_id,
-      eventId: r.event_id,
-      eventType: r.event_type,
-      status,
-      attemptCount: own.length,
-      lastAttemptAt: ts(latest?.started_at),
-      lastHttpStatus: latest?.http_status ?? undefined,
-      lastErrorKind: errorKind(latest?.error_kind ?? null),
-      nextAttemptAt: status === DeliveryStatus.PENDING && endpoint?.enabled ? ts(lastAutomatic?.next_attempt_at) : undefined,
-      createdAt: ts(r.created_at),
-    };
-  });
+export function deliveryToProto(r: DeliveryRecord): MessageInitShape<typeof DeliverySchema> {
+  return {
+    id: r._id,
+    object: "delivery",
+    workspaceId: r.workspace_id,
+    endpointId: r.endpoint_id,
+    eventId: r.event_id,
+    eventType: r.event_type,
+    status: STATUS[r.status],
+    attemptCount: r.attempt_count,
+    lastAttemptAt: ts(r.last_attempt_at),
+    lastHttpStatus: r.last_http_status ?? undefined,
+    lastErrorKind: errorKind(r.last_error_kind),
+    nextAttemptAt: r.status === "pending" && !r.lease_owner ? ts(r.next_attempt_at) : undefined,
+    createdAt: ts(r.created_at),
+  };
 }
 
 const DELIVERY_ID = /^dlv_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -110,7 +92,6 @@ export function createDeliveryService(deps: {
   dispatcher: Dispatcher;
 }): Partial<ServiceImpl<typeof DeliveryService>> {
   const { store, endpoints, events, dispatcher } = deps;
-  const describe = async (record: DeliveryRecord) => (await describeDeliveries(store, endpoints, [record]))[0];
   const requireDelivery = async (id: string) => {
     const record = DELIVERY_ID.test(id) ? await store.deliveries.findOne({ _id: id }) : null;
     if (!record) throw notFound("delivery", id);
@@ -135,18 +116,18 @@ export function createDeliveryService(deps: {
         ...(req.eventId !== "" ? { event_id: req.eventId } : {}),
       };
       const page = await listPage(store.deliveries, filter, req);
-      return { object: "list", data: await describeDeliveries(store, endpoints, page.items), total: page.total, nextPageToken: page.nextPageToken };
+      return { object: "list", data: page.items.map(deliveryToProto), total: page.total, nextPageToken: page.nextPageToken };
     },
     async getDelivery(req, context) {
       const record = await requireDelivery(req.id);
       requireWorkspaceAccess(context, record.workspace_id, "read");
-      return { delivery: await describe(record) };
+      return { delivery: deliveryToProto(record) };
     },
     async retryDelivery(req, context) {
       const record = await requireDelivery(req.id);
       requireWorkspaceAccess(context, record.workspace_id, "write");
       const attempt = await dispatcher.retryManually(record);
-      return { attempt: attemptToProto(attempt), delivery: await describe(record) };
+      return { attempt: attemptToProto(attempt), delivery: deliveryToProto((await store.deliveries.findOne({ _id: record._id })) ?? record) };
     },
     async listDeliveryAttempts(req, context) {
       const record = await requireDelivery(req.deliveryId);

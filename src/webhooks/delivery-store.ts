@@ -3,25 +3,33 @@ import { MongoBulkWriteError, type Collection, type Db, type OptionalUnlessRequi
 import type { AttemptErrorKind } from "./http-sender.js";
 
 /*
- * The records of the delivery engine. Deliveries, claims and attempts are
- * only ever inserted, never updated: a batch of inserts is one command, and an
- * insert with a known _id is an atomic "first one wins".
- * A delivery's state is read from its attempts.
+ * The records of the delivery engine (spec §Delivery rules; the shape of
+ * Svix's messagedestination and messageattempt):
  *
  * - webhook_deliveries: one per event and endpoint, _id derived from both,
- *   inserted right before the first attempt (it is that attempt's claim).
- * - webhook_claims: one per later automatic attempt (_id <delivery>.<n>),
- *   inserted right before it is sent: whoever inserts it makes attempt n,
- *   nobody else does.
- * - webhook_attempts: one per attempt made (_id <delivery>.<n> or
- *   <delivery>.m<n> for manual ones), with its outcome.
- * - webhook_batches: retries waiting for their time (and deliveries paused
- *   while their endpoint is disabled), each run by one Agenda job; deleted
- *   once done. Small headers, so that the sweep can read them all; the items
- *   (with the bytes to send) are in webhook_batch_items under the same _id.
+ *   updated in place. Its status is stored, never recomputed; a delivery due
+ *   has next_attempt_at, and an attempt in flight holds a lease: lease_owner
+ *   set, next_attempt_at pushed to the lease's end (so that, if its process
+ *   dies, it is due again then, and whoever claims it next records the lost
+ *   attempt as interrupted).
+ * - webhook_attempts: one per attempt made (_id <delivery>.<n> for automatic
+ *   ones, <delivery>.m<n> for manual ones), with its outcome. Never updated.
  */
 
-/** A delivery as stored in `webhook_deliveries`. Never updated. */
+/** Where a delivery stands. */
+export type DeliveryState =
+  /** Attempts remain; the next is due at next_attempt_at (or in flight while leased). */
+  | "pending"
+  /** An attempt was answered with a 2xx. */
+  | "succeeded"
+  /** The first attempt and every retry of the schedule failed. */
+  | "failed"
+  /** Waits, without next_attempt_at, while its endpoint is disabled; pending again when it is enabled. */
+  | "disabled"
+  /** Its endpoint was deleted before it succeeded. */
+  | "canceled";
+
+/** A delivery as stored in `webhook_deliveries`. */
 export interface DeliveryRecord {
   /** dlv_<uuid> derived from event and endpoint (deliveryId). */
   _id: string;
@@ -29,24 +37,24 @@ export interface DeliveryRecord {
   endpoint_id: string;
   event_id: string;
   event_type: string;
-  /** When the first attempt was claimed (the delivery's creation). */
   created_at: Date;
-  /** The work that claimed the first attempt (see ClaimRecord.work). */
-  work: string;
-}
-
-/** The claim of automatic attempt n ≥ 2 of a delivery, in `webhook_claims`. Never updated. */
-export interface ClaimRecord {
-  /** <delivery id>.<n>, the id of the attempt it claims. */
-  _id: string;
-  delivery_id: string;
-  /**
-   * Which durable piece of work made the claim: "event:<id>" (the fan-out of
-   * an event, until the event is marked), "batch:<id>" (a retry batch), or
-   * "superseded:<attempt id>" (a manual success ended the schedule).
-   */
-  work: string;
-  created_at: Date;
+  status: DeliveryState;
+  /** Automatic attempts made (or interrupted) so far: the next one is number automatic_attempts + 1. */
+  automatic_attempts: number;
+  /** Every attempt made, automatic and manual. */
+  attempt_count: number;
+  /** Manual attempts made: the next one is m<manual_attempts + 1>. */
+  manual_attempts: number;
+  /** When the delivery is due (pending), or when the lease of an attempt in flight ends; unset otherwise. */
+  next_attempt_at?: Date;
+  /** The claim holding the attempt in flight (see DeliveryClaims), or null. */
+  lease_owner: string | null;
+  /** When the lease was taken (the attempt's start, if its process dies). */
+  leased_at?: Date;
+  last_attempt_at: Date | null;
+  last_http_status: number | null;
+  last_error_kind: AttemptErrorKind | null;
+  updated_at: Date;
 }
 
 /** One attempt as stored in `webhook_attempts`. Never updated. */
@@ -71,45 +79,6 @@ export interface AttemptRecord {
   disabled_endpoint: boolean;
   /** When the schedule attempts again after this one; null when it does not. */
   next_attempt_at: Date | null;
-}
-
-/** An automatic attempt to make, as kept in a batch (short names: batches can hold hundreds). */
-export interface BatchItem {
-  /** Delivery id. */
-  d: string;
-  /** Workspace id. */
-  w: string;
-  /** Endpoint id. */
-  e: string;
-  /** Event id. */
-  v: string;
-  /** Event type. */
-  t: string;
-  /** The event's stored envelope (the bytes to send). */
-  b: string;
-  /** Automatic attempt number. */
-  n: number;
-  /** A claim by this work is our own earlier try (see Dispatcher). */
-  r?: string;
-}
-
-/** Retries due at one time, or deliveries paused for a disabled endpoint, in `webhook_batches`. */
-export interface BatchRecord {
-  /** UUID. */
-  _id: string;
-  /** Items in webhook_batch_items. */
-  size: number;
-  /** When its job runs; null while paused. */
-  due_at: Date | null;
-  /** Set while paused: the disabled endpoint the items wait for. */
-  paused_endpoint_id: string | null;
-  created_at: Date;
-}
-
-/** The items of a batch, in `webhook_batch_items` under the batch's _id. */
-export interface BatchItemsRecord {
-  _id: string;
-  items: BatchItem[];
 }
 
 /** The delivery id of an event and an endpoint: dlv_ and a UUID (version 8) made from a SHA-256 of both. */
@@ -155,31 +124,23 @@ export async function insertNew<T extends { _id: string }>(collection: Collectio
 /** The collections of the engine. */
 export interface DeliveryStore {
   readonly deliveries: Collection<DeliveryRecord>;
-  readonly claims: Collection<ClaimRecord>;
   readonly attempts: Collection<AttemptRecord>;
-  readonly batches: Collection<BatchRecord>;
-  readonly batchItems: Collection<BatchItemsRecord>;
   ensureIndexes(): Promise<void>;
 }
 
 /** Creates the delivery store over `db`. */
 export function createDeliveryStore(db: Db): DeliveryStore {
   const deliveries = db.collection<DeliveryRecord>("webhook_deliveries");
-  const claims = db.collection<ClaimRecord>("webhook_claims");
   const attempts = db.collection<AttemptRecord>("webhook_attempts");
-  const batches = db.collection<BatchRecord>("webhook_batches");
-  const batchItems = db.collection<BatchItemsRecord>("webhook_batch_items");
   return {
     deliveries,
-    claims,
     attempts,
-    batches,
-    batchItems,
     async ensureIndexes() {
+      // The claims: due deliveries in order of their time (only pending ones have one).
+      await deliveries.createIndex({ next_attempt_at: 1 }, { sparse: true });
       await deliveries.createIndex({ endpoint_id: 1, created_at: -1, _id: -1 });
       await deliveries.createIndex({ event_id: 1, created_at: -1, _id: -1 });
       await attempts.createIndex({ delivery_id: 1, started_at: -1, _id: -1 });
-      await batches.createIndex({ paused_endpoint_id: 1 });
     },
   };
 }

@@ -116,7 +116,7 @@ export function createEndpointService(deps: {
       const record = existing.enabled ? existing : await endpoints.enable(req.id);
       if (!record) throw notFound("webhook_endpoint", req.id);
       changed(record);
-      await dispatcher.resumePaused(record._id);
+      await dispatcher.resume(record._id);
       return { webhookEndpoint: endpointToProto(record) };
     },
     async disableWebhookEndpoint(req, context) {
@@ -133,8 +133,8 @@ export function createEndpointService(deps: {
       requireWorkspaceAccess(context, existing.workspace_id, "write");
       if (!(await endpoints.delete(req.id))) throw notFound("webhook_endpoint", req.id);
       changed(existing);
-      // Paused deliveries run once more, find the endpoint gone, and are dropped.
-      await dispatcher.resumePaused(existing._id);
+      // Its deliveries not yet settled end as canceled.
+      await dispatcher.cancel(existing._id);
       return {};
     },
   };

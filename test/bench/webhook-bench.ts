@@ -6,8 +6,7 @@ import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.j
 import { loadConfig } from "../../src/config.js";
 import { startService, type RunningService } from "../../src/server.js";
 import { createLogger } from "../../src/shared/logger.js";
-import { automaticAttemptId, deliveryId, type AttemptRecord, type BatchItem } from "../../src/webhooks/delivery-store.js";
-import { BATCH_JOB } from "../../src/webhooks/retry-batches.js";
+import { automaticAttemptId, deliveryId, type AttemptRecord, type DeliveryRecord } from "../../src/webhooks/delivery-store.js";
 import { signWebhookPayload } from "../../src/webhooks/signature.js";
 import { Pool } from "undici";
 import { startProcess, stopProcess, TEST_WEBHOOK_SECRET_KEY } from "../helpers/processes.js";
@@ -201,7 +200,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
       await atRate(100, `, ${size.toLocaleString("en")} deliveries pending`);
       await measure(`backlog of ${size.toLocaleString("en")} due at once, plus new events at 50/s`, async () => {
         await control("stats");
-        await service.db.collection("jobs").updateMany({ name: BATCH_JOB }, { $set: { nextRunAt: new Date() } });
+        await service.db.collection("webhook_deliveries").updateMany({ next_attempt_at: { $gt: new Date() } }, { $set: { next_attempt_at: new Date() } });
         let drained: Stats | undefined;
         const draining = collect(size, "backlog").then((s) => (drained = s));
         await steady(50, () => drained !== undefined);
@@ -283,9 +282,8 @@ async function createEndpoints(service: RunningService, ports: number[], control
 
 /**
  * Writes what the engine would hold after an outage: `size` events, their
- * deliveries, a failed first attempt each, and the retries in batches of 500
- * with their Agenda jobs (due in an hour; the run makes them due). Returns
- * the seconds it took.
+ * deliveries with a failed first attempt each, the retry due in an hour
+ * (the run makes them due). Returns the seconds it took.
  */
 async function seedBacklog(service: RunningService, endpoints: { workspaceId: string; endpointId: string }[], size: number): Promise<number> {
   const began = performance.now();
@@ -293,17 +291,33 @@ async function seedBacklog(service: RunningService, endpoints: { workspaceId: st
   const now = new Date();
   for (let start = 0; start < size; start += 500) {
     const events = [];
-    const deliveries = [];
+    const deliveries: DeliveryRecord[] = [];
     const attempts: AttemptRecord[] = [];
-    const items: BatchItem[] = [];
     for (let i = start; i < Math.min(size, start + 500); i++) {
       const ep = endpoints[i % endpoints.length]!;
       const id = randomUUID();
       const data = { message_id: `msg_${randomUUID()}`, to: "4915112345678", status: "delivered", wa_message_id: `wamid.b${i}`, occurred_at: now.toISOString(), error: null, backlog: true };
       const body = JSON.stringify({ id, type: "message.delivered", created_at: now.toISOString(), data });
       const dlv = deliveryId(id, ep.endpointId);
-      events.push({ _id: id, workspace_id: ep.workspaceId, type: "message.delivered", created_at: now, data, body, fanned_out_at: now });
-      deliveries.push({ _id: dlv, workspace_id: ep.workspaceId, endpoint_id: ep.endpointId, event_id: id, event_type: "message.delivered", created_at: now, work: `event:${id}` });
+      events.push({ _id: id, workspace_id: ep.workspaceId, type: "message.delivered", created_at: now, data, body });
+      deliveries.push({
+        _id: dlv,
+        workspace_id: ep.workspaceId,
+        endpoint_id: ep.endpointId,
+        event_id: id,
+        event_type: "message.delivered",
+        created_at: now,
+        status: "pending",
+        automatic_attempts: 1,
+        attempt_count: 1,
+        manual_attempts: 0,
+        next_attempt_at: new Date(now.getTime() + 3_600_000),
+        lease_owner: null,
+        last_attempt_at: now,
+        last_http_status: null,
+        last_error_kind: "connection_refused",
+        updated_at: now,
+      });
       attempts.push({
         _id: automaticAttemptId(dlv, 1),
         delivery_id: dlv,
@@ -323,15 +337,10 @@ async function seedBacklog(service: RunningService, endpoints: { workspaceId: st
         disabled_endpoint: false,
         next_attempt_at: now,
       });
-      items.push({ d: dlv, w: ep.workspaceId, e: ep.endpointId, v: id, t: "message.delivered", b: body, n: 2 });
     }
     await db.collection("events").insertMany(events as never[]);
     await db.collection("webhook_deliveries").insertMany(deliveries as never[]);
     await db.collection("webhook_attempts").insertMany(attempts as never[]);
-    const batchId = randomUUID();
-    await db.collection("webhook_batch_items").insertOne({ _id: batchId as never, items });
-    await db.collection("webhook_batches").insertOne({ _id: batchId as never, size: items.length, due_at: now, paused_endpoint_id: null, created_at: now });
-    await service.scheduler.agenda.create(BATCH_JOB, { batch_id: batchId }).schedule(new Date(Date.now() + 3_600_000)).save();
   }
   return (performance.now() - began) / 1000;
 }

@@ -1,0 +1,304 @@
+import type { AnyBulkWriteOperation } from "mongodb";
+import type { Clock } from "../shared/clock.js";
+import type { Logger } from "../shared/logger.js";
+import { GroupCommit } from "../store/group-commit.js";
+import { automaticAttemptId, insertNew, manualAttemptId, type AttemptRecord, type DeliveryRecord, type DeliveryStore } from "./delivery-store.js";
+import type { EndpointCache, EndpointView } from "./endpoint-cache.js";
+import type { CountedFailure, EndpointStore } from "./endpoint-store.js";
+import type { AttemptOutcome, WebhookSender } from "./http-sender.js";
+import type { RetrySchedule } from "./schedule.js";
+import { SecretKeyError } from "./signing-secret.js";
+
+/** Most outcomes in one write (two commands: the attempts' insert and the deliveries' bulkWrite). */
+const MAX_OUTCOMES_PER_WRITE = 500;
+/**
+ * For an endpoint that keeps succeeding: longest interval between reads of
+ * its count (another process may have counted failures) and between writes
+ * of last_success_at, in ms.
+ */
+const SUCCESS_CHECK_INTERVAL_MS = 1000;
+
+/** A leased delivery to attempt: automatic attempt `number`, made under `lease`. */
+export interface LeasedDelivery {
+  delivery: Pick<DeliveryRecord, "_id" | "workspace_id" | "endpoint_id" | "event_id" | "event_type">;
+  /** The event's stored envelope: the bytes sent and signed. */
+  body: string;
+  number: number;
+  /** The lease_owner the delivery holds (see DeliveryClaims). */
+  lease: string;
+  /** Set when an earlier lease ended without an outcome: that attempt (`number`) began then and is recorded as interrupted. */
+  interruptedSince?: Date;
+}
+
+/** An outcome to record. */
+interface OutcomeEntry {
+  delivery: LeasedDelivery["delivery"];
+  trigger: "automatic" | "manual";
+  number: number;
+  url: string;
+  outcome: AttemptOutcome;
+  /** Whether it counts for the endpoint's consecutive failures (interrupted attempts do not). */
+  counts: boolean;
+  /** Automatic: the lease it was made under; the next attempt's time (null: none); whether the lease is kept for it. */
+  automatic?: { lease: string; next: Date | null; keepLease: boolean };
+}
+
+/** The outcome recorded for an attempt whose process stopped before its outcome was known. */
+function interruptedOutcome(since: Date): AttemptOutcome {
+  return {
+    startedAt: since,
+    durationMs: null,
+    httpStatus: null,
+    responseBody: null,
+    succeeded: false,
+    errorKind: "interrupted",
+    errorMessage: "The worker making this attempt stopped before its outcome was recorded; the receiver may have received it",
+  };
+}
+
+/**
+ * Attempts (spec §Delivery rules, §Webhook signature): sign and POST the
+ * stored envelope, then record the outcome. Outcomes are written in groups
+ * (GroupCommit): the endpoints' failure counts first (the twentieth failure
+ * in a row disables the endpoint, once, flagging that attempt), then every
+ * attempt record in one insert and every delivery's new state in one
+ * bulkWrite.
+ */
+export class Attempts {
+  /** Per endpoint: when this process last checked its count after a success. */
+  private readonly checkedAt = new Map<string, number>();
+  /** Endpoints for which this process counted failures since it last reset the count. */
+  private readonly failedHere = new Set<string>();
+  private readonly outcomes = new GroupCommit<OutcomeEntry, void>((entries) => this.write(entries), MAX_OUTCOMES_PER_WRITE);
+
+  constructor(
+    private readonly o: {
+      store: DeliveryStore;
+      endpoints: EndpointStore;
+      cache: EndpointCache;
+      sender: WebhookSender;
+      schedule: RetrySchedule;
+      clock: Clock;
+      logger: Logger;
+      leaseMs: number;
+    },
+  ) {}
+
+  /**
+   * Takes a leased delivery as far as it goes now: attempts until success,
+   * the end of the schedule, or a retry that is not due at once (then it is
+   * released with that time). A delivery whose endpoint is disabled is
+   * released as `disabled`, one whose endpoint was deleted as `canceled`.
+   *
+   * Resolves to when the delivery is due next (a retry released for later), else null.
+   *
+   * @throws SecretKeyError when the endpoint's secret does not decrypt (the lease then ends on its own), or the database's error.
+   */
+  async run(leased: LeasedDelivery): Promise<Date | null> {
+    const { delivery, lease } = leased;
+    let number = leased.number;
+    if (leased.interruptedSince) {
+      const outcome = interruptedOutcome(leased.interruptedSince);
+      const next = this.o.schedule.next(number, outcome);
+      const keepLease = next !== null && next.getTime() <= this.o.clock.now().getTime();
+      const url = (await this.o.cache.get(delivery.endpoint_id))?.url ?? "";
+      await this.record({ delivery, trigger: "automatic", number, url, outcome, counts: false, automatic: { lease, next, keepLease } });
+      if (!keepLease) return next;
+      number++;
+    }
+    for (;;) {
+      const endpoint = await this.usable(delivery.endpoint_id);
+      if (endpoint === null || !endpoint.enabled) {
+        await this.release(delivery._id, lease, endpoint === null ? "canceled" : "disabled");
+        return null;
+      }
+      const outcome = await this.send(endpoint, delivery, leased.body);
+      const next = outcome.succeeded ? null : this.o.schedule.next(number, outcome);
+      const keepLease = next !== null && this.o.schedule.immediate(number);
+      await this.record({ delivery, trigger: "automatic", number, url: endpoint.url, outcome, counts: true, automatic: { lease, next, keepLease } });
+      if (!keepLease) return next;
+      number++;
+    }
+  }
+
+  /**
+   * One manual attempt now (spec §Delivery rules 3), numbered on its own
+   * (m1, m2, …), counted for the endpoint like any attempt. A success makes
+   * the delivery succeeded and ends its automatic schedule (an automatic
+   * attempt already in flight still finishes and is recorded).
+   */
+  async manual(delivery: DeliveryRecord, endpoint: EndpointView, body: string): Promise<AttemptRecord> {
+    const numbered = await this.o.store.deliveries.findOneAndUpdate(
+      { _id: delivery._id },
+      { $inc: { manual_attempts: 1 } },
+      { returnDocument: "after", projection: { manual_attempts: 1 } },
+    );
+    const number = numbered?.manual_attempts ?? delivery.manual_attempts + 1;
+    const outcome = await this.send(endpoint, delivery, body);
+    await this.record({ delivery, trigger: "manual", number, url: endpoint.url, outcome, counts: true });
+    return (await this.o.store.attempts.findOne({ _id: manualAttemptId(delivery._id, number) })) as AttemptRecord;
+  }
+
+  /** The endpoint as last read (a disabled one read again, in case it was just enabled); null when deleted. */
+  private async usable(endpointId: string): Promise<EndpointView | null> {
+    const endpoint = await this.o.cache.get(endpointId);
+    return endpoint && !endpoint.enabled ? this.o.cache.get(endpointId, 0) : endpoint;
+  }
+
+  private send(endpoint: EndpointView, delivery: LeasedDelivery["delivery"], body: string): Promise<AttemptOutcome> {
+    if (endpoint.secret === undefined) throw new SecretKeyError(endpoint.secretError ?? "no signing secret");
+    return this.o.sender.send({ url: endpoint.url, secret: endpoint.secret, body, eventType: delivery.event_type, eventId: delivery.event_id, urgent: true });
+  }
+
+  /** Ends a lease without an attempt: the delivery waits (`disabled`) or ends (`canceled`). */
+  private async release(id: string, lease: string, status: "disabled" | "canceled"): Promise<void> {
+    await this.o.store.deliveries.updateOne(
+      { _id: id, lease_owner: lease, status: "pending" },
+      { $set: { status, lease_owner: null, updated_at: this.o.clock.now() }, $unset: { next_attempt_at: "", leased_at: "" } },
+    );
+  }
+
+  private record(entry: OutcomeEntry): Promise<void> {
+    return this.outcomes.add(entry);
+  }
+
+  private async write(entries: OutcomeEntry[]): Promise<void[]> {
+    const disabling = await this.count(entries);
+    const now = this.o.clock.now();
+    await insertNew(
+      this.o.store.attempts,
+      entries.map((e): AttemptRecord => ({
+        _id: e.trigger === "manual" ? manualAttemptId(e.delivery._id, e.number) : automaticAttemptId(e.delivery._id, e.number),
+        delivery_id: e.delivery._id,
+        workspace_id: e.delivery.workspace_id,
+        endpoint_id: e.delivery.endpoint_id,
+        event_id: e.delivery.event_id,
+        number: e.number,
+        trigger: e.trigger,
+        url: e.url,
+        started_at: e.outcome.startedAt,
+        duration_ms: e.outcome.durationMs,
+        http_status: e.outcome.httpStatus,
+        response_body: e.outcome.responseBody,
+        succeeded: e.outcome.succeeded,
+        error_kind: e.outcome.errorKind,
+        error_message: e.outcome.errorMessage,
+        disabled_endpoint: disabling.has(e),
+        next_attempt_at: e.automatic?.next ?? null,
+      })),
+    );
+    await this.o.store.deliveries.bulkWrite(entries.flatMap((e) => this.deliveryUpdates(e, now)), { ordered: false });
+    return entries.map(() => undefined);
+  }
+
+  /**
+   * The delivery's new state after an outcome. An automatic outcome
+   * changes only a delivery still leased to its attempt: its status when
+   * still pending (the second update covers one that a manual success or a
+   * deletion settled meanwhile: counted, status kept). A manual success
+   * settles the delivery whatever its state.
+   */
+  private deliveryUpdates(e: OutcomeEntry, now: Date): AnyBulkWriteOperation<DeliveryRecord>[] {
+    const { outcome } = e;
+    const last = { last_attempt_at: outcome.startedAt, last_http_status: outcome.httpStatus, last_error_kind: outcome.errorKind, updated_at: now };
+    const inc = { attempt_count: 1 };
+    if (!e.automatic) {
+      const update = outcome.succeeded
+        ? { $set: { ...last, status: "succeeded" as const }, $unset: { next_attempt_at: "" as const }, $inc: inc }
+        : { $set: last, $inc: inc };
+      return [{ updateOne: { filter: { _id: e.delivery._id }, update } }];
+    }
+    const { lease, next, keepLease } = e.automatic;
+    const counted = { ...last, automatic_attempts: e.number };
+    let update;
+    if (outcome.succeeded || next === null) {
+      update = {
+        $set: { ...counted, status: outcome.succeeded ? ("succeeded" as const) : ("failed" as const), lease_owner: null },
+        $unset: { next_attempt_at: "" as const, leased_at: "" as const },
+        $inc: inc,
+      };
+    } else if (keepLease) {
+      update = { $set: { ...counted, next_attempt_at: new Date(now.getTime() + this.o.leaseMs), leased_at: now }, $inc: inc };
+    } else {
+      update = { $set: { ...counted, next_attempt_at: next, lease_owner: null }, $unset: { leased_at: "" as const }, $inc: inc };
+    }
+    return [
+      { updateOne: { filter: { _id: e.delivery._id, lease_owner: lease, status: "pending" }, update } },
+      {
+        updateOne: {
+          filter: { _id: e.delivery._id, lease_owner: lease, status: { $ne: "pending" } },
+          update: { $set: { ...counted, lease_owner: null }, $unset: { leased_at: "" }, $inc: inc },
+        },
+      },
+    ];
+  }
+
+  /**
+   * Counts the entries for their endpoints, in order (each run of failures
+   * counted, each run of successes resets); answers the entries whose
+   * failure disabled their endpoint.
+   */
+  private async count(entries: OutcomeEntry[]): Promise<Set<OutcomeEntry>> {
+    const disabling = new Set<OutcomeEntry>();
+    const byEndpoint = new Map<string, OutcomeEntry[]>();
+    for (const entry of entries) {
+      if (!entry.counts) continue;
+      const id = entry.delivery.endpoint_id;
+      byEndpoint.set(id, [...(byEndpoint.get(id) ?? []), entry]);
+    }
+    await Promise.all(
+      [...byEndpoint].map(async ([endpointId, list]) => {
+        let failed: OutcomeEntry[] = [];
+        let succeededAt: Date | undefined;
+        const countFailed = async () => {
+          if (failed.length === 0) return;
+          const failures: CountedFailure[] = failed.map((e) => ({ at: e.outcome.startedAt, summary: e.outcome.errorMessage ?? "failed" }));
+          this.failedHere.add(endpointId);
+          const tipping = await this.o.endpoints.countFailures(endpointId, failures);
+          if (tipping !== undefined) {
+            disabling.add(failed[tipping] as OutcomeEntry);
+            this.o.cache.markDisabled(endpointId);
+            this.o.logger.warn({ endpointId }, "webhook endpoint disabled after consecutive failures");
+          }
+          failed = [];
+        };
+        const countSucceeded = async () => {
+          if (succeededAt) await this.noteSuccess(endpointId, succeededAt);
+          succeededAt = undefined;
+        };
+        for (const entry of list) {
+          if (entry.outcome.succeeded) {
+            await countFailed();
+            succeededAt = entry.outcome.startedAt;
+          } else {
+            await countSucceeded();
+            failed.push(entry);
+          }
+        }
+        await countFailed();
+        await countSucceeded();
+      }),
+    );
+    return disabling;
+  }
+
+  /**
+   * A success resets the endpoint's count, with few writes: after a failure
+   * counted here, at once; otherwise when the endpoint as last read (at most
+   * a second ago, EndpointCache) shows failures counted elsewhere, or
+   * last_success_at more than a second old. So a success resets failures
+   * counted by other processes within about a second.
+   */
+  private async noteSuccess(endpointId: string, at: Date): Promise<void> {
+    const failedHere = this.failedHere.has(endpointId);
+    const checkedAt = this.checkedAt.get(endpointId);
+    if (!failedHere && checkedAt !== undefined && performance.now() - checkedAt < SUCCESS_CHECK_INTERVAL_MS) return;
+    this.checkedAt.set(endpointId, performance.now());
+    const endpoint = await this.o.cache.get(endpointId);
+    if (!endpoint) return;
+    const stale = !endpoint.lastSuccessAt || at.getTime() - endpoint.lastSuccessAt.getTime() >= SUCCESS_CHECK_INTERVAL_MS;
+    if (!failedHere && endpoint.consecutiveFailures === 0 && !stale) return;
+    this.failedHere.delete(endpointId);
+    await this.o.endpoints.recordSuccess(endpointId, at);
+  }
+}

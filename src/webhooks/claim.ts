@@ -1,0 +1,169 @@
+import type { Collection } from "mongodb";
+import type { StoredEvent } from "../events/event-bus.js";
+import type { Clock } from "../shared/clock.js";
+import type { Logger } from "../shared/logger.js";
+import type { LeasedDelivery } from "./attempt.js";
+import type { DeliveryRecord, DeliveryStore } from "./delivery-store.js";
+
+/** Deliveries claimed at once, at most. */
+export const CLAIM_BATCH = 200;
+
+/**
+ * The claims of due deliveries (a worker's loop). Each round costs four
+ * commands, whatever its size: the due deliveries' ids in order of
+ * next_attempt_at; one updateMany that leases those still due to this
+ * round (lease_owner, next_attempt_at pushed to the lease's end); the
+ * deliveries this round got; their events' envelopes. Two workers that
+ * find the same ids each get only those their own update changed: no
+ * attempt is made twice, except after a crash (the lease ends, the next
+ * claim records the lost attempt as interrupted and goes on).
+ *
+ * It claims while it has room (at most `maxInFlight` deliveries in
+ * progress) and deliveries are due; idle, it looks again after `pollMs`,
+ * or sooner when told a delivery is due (wakeAt, poke).
+ *
+ * A delivery whose event is not stored (its publisher stopped between
+ * storing the deliveries and the event, see EventOutbox) is looked at again
+ * a lease later, and deleted once two leases old: that event was never
+ * published.
+ */
+export class DeliveryClaims {
+  private stopping = false;
+  private round = 0;
+  private inFlight = 0;
+  private wake: () => void = () => {};
+  private timer: NodeJS.Timeout | undefined;
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly o: {
+      store: DeliveryStore;
+      events: Collection<StoredEvent>;
+      clock: Clock;
+      logger: Logger;
+      /** Names this process in lease_owner. */
+      owner: string;
+      leaseMs: number;
+      pollMs: number;
+      maxInFlight: number;
+      /** Takes a claimed delivery as far as it goes; resolves to when it is due next (or null). */
+      run: (leased: LeasedDelivery) => Promise<Date | null>;
+    },
+  ) {}
+
+  /** Starts the loop. */
+  start(): void {
+    this.loop ??= this.claimWhileRunning();
+  }
+
+  /** Stops claiming and waits for the round in progress (attempts in flight are the caller's to wait for). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake();
+    await this.loop;
+  }
+
+  /** Looks for due deliveries now. */
+  poke(): void {
+    this.wake();
+  }
+
+  /** Looks for due deliveries at `at` (if sooner than the loop would). */
+  wakeAt(at: Date): void {
+    const delay = Math.max(0, at.getTime() - this.o.clock.now().getTime());
+    if (delay >= this.o.pollMs) return;
+    const timer = setTimeout(() => this.wake(), delay);
+    timer.unref();
+  }
+
+  private async claimWhileRunning(): Promise<void> {
+    while (!this.stopping) {
+      const room = Math.min(CLAIM_BATCH, this.o.maxInFlight - this.inFlight);
+      let full = false;
+      if (room > 0) {
+        try {
+          full = (await this.claim(room)) === room;
+        } catch (err) {
+          this.o.logger.warn({ err }, "claiming due webhook deliveries failed; trying again");
+        }
+      }
+      if (!full || room < CLAIM_BATCH / 4) await this.idle(room > 0 ? this.o.pollMs : 1000);
+    }
+  }
+
+  /** Waits `ms`, or less when woken (a poke, a due time, a slot freed, the stop). */
+  private idle(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = () => {
+        clearTimeout(this.timer);
+        this.wake = () => {};
+        resolve();
+      };
+      this.timer = setTimeout(this.wake, ms);
+      this.timer.unref();
+    });
+  }
+
+  /** One round: claims up to `limit` due deliveries and starts them; resolves to how many were due. */
+  private async claim(limit: number): Promise<number> {
+    const { deliveries } = this.o.store;
+    const now = this.o.clock.now();
+    const due = await deliveries
+      .find({ next_attempt_at: { $lte: now } }, { sort: { next_attempt_at: 1 }, limit, projection: { _id: 1, lease_owner: 1, leased_at: 1 } })
+      .toArray();
+    if (due.length === 0) return 0;
+    const lease = `${this.o.owner}:${++this.round}`;
+    const ids = due.map((d) => d._id);
+    await deliveries.updateMany(
+      { _id: { $in: ids }, next_attempt_at: { $lte: now } },
+      { $set: { lease_owner: lease, leased_at: now, next_attempt_at: new Date(now.getTime() + this.o.leaseMs), updated_at: now } },
+    );
+    const mine = await deliveries.find({ _id: { $in: ids }, lease_owner: lease }).toArray();
+    if (mine.length === 0) return due.length;
+    const eventIds = [...new Set(mine.map((d) => d.event_id))];
+    const bodies = new Map(
+      (await this.o.events.find({ _id: { $in: eventIds } }, { projection: { body: 1 } }).toArray()).map((e) => [e._id, e.body]),
+    );
+    const before = new Map(due.map((d) => [d._id, d]));
+    for (const delivery of mine) {
+      const body = bodies.get(delivery.event_id);
+      if (body === undefined) {
+        await this.unpublished(delivery, lease, now);
+        continue;
+      }
+      const previous = before.get(delivery._id);
+      this.attempt({
+        delivery,
+        body,
+        lease,
+        number: delivery.automatic_attempts + 1,
+        // A lease that ended without an outcome: its attempt was lost with its process.
+        ...(previous?.lease_owner && previous.leased_at ? { interruptedSince: previous.leased_at } : {}),
+      });
+    }
+    return due.length;
+  }
+
+  private attempt(leased: LeasedDelivery): void {
+    this.inFlight++;
+    this.o
+      .run(leased)
+      .then((next) => next && this.wakeAt(next))
+      .catch((err: unknown) => this.o.logger.warn({ err, deliveryId: leased.delivery._id }, "a webhook attempt failed; its lease ends and it is claimed again"))
+      .finally(() => {
+        this.inFlight--;
+        if (this.inFlight === this.o.maxInFlight - CLAIM_BATCH) this.wake();
+      });
+  }
+
+  /** A delivery whose event is not stored: looked at again a lease later, deleted once two leases old. */
+  private async unpublished(delivery: DeliveryRecord, lease: string, now: Date): Promise<void> {
+    const { deliveries } = this.o.store;
+    if (delivery.created_at.getTime() < now.getTime() - 2 * this.o.leaseMs) {
+      this.o.logger.warn({ deliveryId: delivery._id, eventId: delivery.event_id }, "deleting a webhook delivery whose event was never stored");
+      await deliveries.deleteOne({ _id: delivery._id, lease_owner: lease });
+    } else {
+      await deliveries.updateOne({ _id: delivery._id, lease_owner: lease }, { $set: { lease_owner: null }, $unset: { leased_at: "" } });
+    }
+  }
+}
