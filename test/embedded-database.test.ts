@@ -132,6 +132,7 @@ describe("the embedded database", () => {
       { filter: { n: { $gte: 8 } }, sort: { n: 1, _id: 1 } },
       { filter: { n: { $in: [0, 50, 51] } } },
       { filter: { group: { $ne: "a" } } },
+      { filter: { _id: { $in: ["d001", "d002", "d003", "d150"] }, due: { $lte: new Date(base + 99_000) } } },
     ];
     const answers = async (things: import("mongodb").Collection<{ _id: string } & Record<string, unknown>>) =>
       Promise.all(

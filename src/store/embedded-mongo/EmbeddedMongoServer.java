@@ -83,14 +83,16 @@ public final class EmbeddedMongoServer {
     private record Plan<P>(Iterable<P> positions, Document orderBy) {
 
         /**
-         * The plan of a query, or null to leave it to the library. A query with an {@code _id} equality is read by
-         * the {@code _id} index, then the whole query is matched on the one document found. Otherwise the first
+         * The plan of a query, or null to leave it to the library. A query with an {@code _id} equality (or an
+         * {@code _id} {@code $in}) and other conditions is read by the {@code _id} index, then the whole query is
+         * matched on the documents found. Otherwise the first
          * index that can answer it does, as in the library; a {@link SecondaryIndex} whose order is the query's
          * lets the sort go, so that a limit stops the read.
          */
         static <P> Plan<P> of(Document query, Document orderBy, List<Index<P>> indexes) {
             Object id = query.get("_id");
-            if (query.size() >= 2 && id != null && !(id instanceof Document)) {
+            boolean byIds = id instanceof Document in && in.size() == 1 && in.get("$in") instanceof java.util.Collection;
+            if (query.size() >= 2 && id != null && (!(id instanceof Document) || byIds)) {
                 Document byId = new Document("_id", id);
                 for (Index<P> index : indexes) {
                     if (index.canHandle(byId)) {
