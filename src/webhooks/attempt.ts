@@ -124,8 +124,9 @@ export class Attempts {
   /**
    * One manual attempt now (spec §Delivery rules 3), numbered on its own
    * (m1, m2, …), counted for the endpoint like any attempt. A success makes
-   * the delivery succeeded and ends its automatic schedule (an automatic
-   * attempt already in flight still finishes and is recorded).
+   * the delivery succeeded and ends its automatic schedule and lease (an
+   * automatic attempt already in flight still finishes and is recorded as
+   * an attempt, and changes nothing more).
    */
   async manual(delivery: DeliveryRecord, endpoint: EndpointView, body: string): Promise<AttemptRecord> {
     const numbered = await this.o.store.deliveries.findOneAndUpdate(
@@ -187,50 +188,39 @@ export class Attempts {
         next_attempt_at: e.automatic?.next ?? null,
       })),
     );
-    await this.o.store.deliveries.bulkWrite(entries.flatMap((e) => this.deliveryUpdates(e, now)), { ordered: false });
+    await this.o.store.deliveries.bulkWrite(entries.map((e) => this.deliveryUpdate(e, now)), { ordered: false });
     return entries.map(() => undefined);
   }
 
   /**
    * The delivery's new state after an outcome. An automatic outcome
-   * changes only a delivery still leased to its attempt: its status when
-   * still pending (the second update covers one that a manual success or a
-   * deletion settled meanwhile: counted, status kept). A manual success
-   * settles the delivery whatever its state.
+   * changes only a delivery still leased to its attempt (a manual success
+   * or a deletion ends the lease: then the attempt is recorded, the
+   * delivery stays as they left it). A manual attempt is counted whatever
+   * the delivery's state; a manual success settles it.
    */
-  private deliveryUpdates(e: OutcomeEntry, now: Date): AnyBulkWriteOperation<DeliveryRecord>[] {
+  private deliveryUpdate(e: OutcomeEntry, now: Date): AnyBulkWriteOperation<DeliveryRecord> {
     const { outcome } = e;
     const last = { last_attempt_at: outcome.startedAt, last_http_status: outcome.httpStatus, last_error_kind: outcome.errorKind, updated_at: now };
-    const inc = { attempt_count: 1 };
+    const $inc = { attempt_count: 1 };
     if (!e.automatic) {
       const update = outcome.succeeded
-        ? { $set: { ...last, status: "succeeded" as const }, $unset: { next_attempt_at: "" as const }, $inc: inc }
-        : { $set: last, $inc: inc };
-      return [{ updateOne: { filter: { _id: e.delivery._id }, update } }];
+        ? { $set: { ...last, status: "succeeded" as const, lease_owner: null }, $unset: { next_attempt_at: "" as const, leased_at: "" as const }, $inc }
+        : { $set: last, $inc };
+      return { updateOne: { filter: { _id: e.delivery._id }, update } };
     }
     const { lease, next, keepLease } = e.automatic;
     const counted = { ...last, automatic_attempts: e.number };
     let update;
     if (outcome.succeeded || next === null) {
-      update = {
-        $set: { ...counted, status: outcome.succeeded ? ("succeeded" as const) : ("failed" as const), lease_owner: null },
-        $unset: { next_attempt_at: "" as const, leased_at: "" as const },
-        $inc: inc,
-      };
+      const status = outcome.succeeded ? ("succeeded" as const) : ("failed" as const);
+      update = { $set: { ...counted, status, lease_owner: null }, $unset: { next_attempt_at: "" as const, leased_at: "" as const }, $inc };
     } else if (keepLease) {
-      update = { $set: { ...counted, next_attempt_at: new Date(now.getTime() + this.o.leaseMs), leased_at: now }, $inc: inc };
+      update = { $set: { ...counted, next_attempt_at: new Date(now.getTime() + this.o.leaseMs), leased_at: now }, $inc };
     } else {
-      update = { $set: { ...counted, next_attempt_at: next, lease_owner: null }, $unset: { leased_at: "" as const }, $inc: inc };
+      update = { $set: { ...counted, next_attempt_at: next, lease_owner: null }, $unset: { leased_at: "" as const }, $inc };
     }
-    return [
-      { updateOne: { filter: { _id: e.delivery._id, lease_owner: lease, status: "pending" }, update } },
-      {
-        updateOne: {
-          filter: { _id: e.delivery._id, lease_owner: lease, status: { $ne: "pending" } },
-          update: { $set: { ...counted, lease_owner: null }, $unset: { leased_at: "" }, $inc: inc },
-        },
-      },
-    ];
+    return { updateOne: { filter: { _id: e.delivery._id, lease_owner: lease }, update } };
   }
 
   /**

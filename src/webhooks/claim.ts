@@ -9,12 +9,13 @@ import type { DeliveryRecord, DeliveryStore } from "./delivery-store.js";
 export const CLAIM_BATCH = 200;
 
 /**
- * The claims of due deliveries (a worker's loop). Each round costs four
- * commands, whatever its size: the due deliveries' ids in order of
+ * The claims of due deliveries (a worker's loop). Each round costs three
+ * commands, whatever its size: the due deliveries in order of
  * next_attempt_at; one updateMany that leases those still due to this
- * round (lease_owner, next_attempt_at pushed to the lease's end); the
- * deliveries this round got; their events' envelopes. Two workers that
- * find the same ids each get only those their own update changed: no
+ * round (lease_owner, next_attempt_at pushed to the lease's end); their
+ * events' envelopes. When the update changed fewer than were read, another
+ * worker took some, and a fourth command reads which this round got. Two
+ * workers that find the same ids each get only those their own update changed: no
  * attempt is made twice, except after a crash (the lease ends, the next
  * claim records the lost attempt as interrupted and goes on).
  *
@@ -108,17 +109,16 @@ export class DeliveryClaims {
   private async claim(limit: number): Promise<number> {
     const { deliveries } = this.o.store;
     const now = this.o.clock.now();
-    const due = await deliveries
-      .find({ next_attempt_at: { $lte: now } }, { sort: { next_attempt_at: 1 }, limit, projection: { _id: 1, lease_owner: 1, leased_at: 1 } })
-      .toArray();
+    const due = await deliveries.find({ next_attempt_at: { $lte: now } }, { sort: { next_attempt_at: 1 }, limit }).toArray();
     if (due.length === 0) return 0;
     const lease = `${this.o.owner}:${++this.round}`;
     const ids = due.map((d) => d._id);
-    await deliveries.updateMany(
+    const leased = await deliveries.updateMany(
       { _id: { $in: ids }, next_attempt_at: { $lte: now } },
       { $set: { lease_owner: lease, leased_at: now, next_attempt_at: new Date(now.getTime() + this.o.leaseMs), updated_at: now } },
     );
-    const mine = await deliveries.find({ _id: { $in: ids }, lease_owner: lease }).toArray();
+    // All of them ours (the usual case): they are as read. Otherwise another worker took some: read which are ours.
+    const mine = leased.modifiedCount === due.length ? due : await deliveries.find({ _id: { $in: ids }, lease_owner: lease }).toArray();
     if (mine.length === 0) return due.length;
     const eventIds = [...new Set(mine.map((d) => d.event_id))];
     const bodies = new Map(

@@ -120,7 +120,7 @@ export class Dispatcher {
   async cancel(endpointId: string): Promise<void> {
     await this.o.store.deliveries.updateMany(
       { endpoint_id: endpointId, status: { $in: ["pending", "disabled"] } },
-      { $set: { status: "canceled", updated_at: this.o.clock.now() }, $unset: { next_attempt_at: "" } },
+      { $set: { status: "canceled", lease_owner: null, updated_at: this.o.clock.now() }, $unset: { next_attempt_at: "", leased_at: "" } },
     );
   }
 
