@@ -57,7 +57,7 @@ interface Row {
  * - a backlog of N deliveries (retries after an outage: the records the
  *   engine would have written, seeded directly): first pending (due in an
  *   hour) while new events arrive at 100 per second, then due at once and
- *   drained by the Agenda retry batches while new events keep arriving at
+ *   drained by the workers' claims while new events keep arriving at
  *   50 per second: deliveries/s (backlog and new events) until the backlog
  *   is drained, and the latency of the new events meanwhile;
  * - beside them, a bare loop that only signs and POSTs (undici, keep-alive,
