@@ -20,7 +20,8 @@ export const CLAIM_BATCH = 200;
  * claim records the lost attempt as interrupted and goes on).
  *
  * It claims while it has room (at most `maxInFlight` deliveries in
- * progress) and deliveries are due; idle, it looks again after `pollMs`,
+ * progress in this process, new events' first attempts included: see
+ * begin) and deliveries are due; idle, it looks again after `pollMs`,
  * or sooner when told a delivery is due (wakeAt, poke).
  *
  * A delivery whose event is not stored (its publisher stopped between
@@ -62,6 +63,11 @@ export class DeliveryClaims {
     this.stopping = true;
     this.wake();
     await this.loop;
+  }
+
+  /** Deliveries in progress in this process. */
+  get inProgress(): number {
+    return this.inFlight;
   }
 
   /** Looks for due deliveries now. */
@@ -132,7 +138,7 @@ export class DeliveryClaims {
         continue;
       }
       const previous = before.get(delivery._id);
-      this.attempt({
+      this.begin({
         delivery,
         body,
         lease,
@@ -144,7 +150,12 @@ export class DeliveryClaims {
     return due.length;
   }
 
-  private attempt(leased: LeasedDelivery): void {
+  /**
+   * Takes a leased delivery as far as it goes, in the background (counted in
+   * inProgress); looks for it again when it is due next. A failure is
+   * logged: the lease ends and the delivery is claimed again.
+   */
+  begin(leased: LeasedDelivery): void {
     this.inFlight++;
     this.o
       .run(leased)

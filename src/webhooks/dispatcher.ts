@@ -59,7 +59,6 @@ export class Dispatcher {
   /** Names this process's leases. */
   private readonly owner = newId();
   private stopping = false;
-  private inFlight = 0;
   private readonly running = new Set<Promise<unknown>>();
   /** New events' deliveries, stored together (one insert for whatever accumulated meanwhile). */
   private readonly inserts = new GroupCommit<DeliveryRecord[], boolean[]>(async (groups) => {
@@ -145,13 +144,7 @@ export class Dispatcher {
 
   private track<T>(work: Promise<T>): Promise<T> {
     this.running.add(work);
-    this.inFlight++;
-    void work
-      .finally(() => {
-        this.running.delete(work);
-        this.inFlight--;
-      })
-      .catch(() => {});
+    void work.finally(() => this.running.delete(work)).catch(() => {});
     return work;
   }
 
@@ -170,7 +163,7 @@ export class Dispatcher {
     const endpoints = await this.selecting(event.workspace_id, event.type, event.created_at);
     if (endpoints.length === 0) return null;
     const now = this.o.clock.now();
-    const lease = !this.stopping && this.inFlight + endpoints.length <= MAX_IN_FLIGHT ? `${this.owner}:new` : null;
+    const lease = !this.stopping && this.claims.inProgress + endpoints.length <= MAX_IN_FLIGHT ? `${this.owner}:new` : null;
     const deliveries = endpoints.map(
       (e): DeliveryRecord => ({
         _id: deliveryId(event._id, e.id),
@@ -196,11 +189,8 @@ export class Dispatcher {
     if (!lease) return () => this.claims.poke();
     return () => {
       deliveries.forEach((delivery, i) => {
-        // Stored earlier (the same event published again): it is someone else's to attempt.
-        if (!inserted[i]) return;
-        void this.track(this.attempts.run({ delivery, body: event.body, number: 1, lease }))
-          .then((next) => next && this.claims.wakeAt(next))
-          .catch((err: unknown) => this.o.logger.warn({ err, deliveryId: delivery._id }, "a webhook attempt failed; its lease ends and it is claimed again"));
+        // One not inserted was stored earlier (the same event published again): someone else's to attempt.
+        if (inserted[i]) this.claims.begin({ delivery, body: event.body, number: 1, lease });
       });
     };
   };
