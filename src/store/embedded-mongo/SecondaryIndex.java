@@ -188,22 +188,22 @@ final class SecondaryIndex<P> extends Index<P> {
             }
             return new Scan(ranges, false, false);
         }
-        Object[] bounds = condition instanceof Document d ? bounds(d) : null;
+        Bounds bounds = condition instanceof Document d ? bounds(d) : null;
         if (prefix.isEmpty() && bounds == null) {
             return null;
         }
         if (bounds == null) {
             ranges.add(range(prefix, BEFORE, prefix, AFTER));
         } else {
-            // bounds: {low, lowInclusive, high, highInclusive} in value order; the map's order is the key's direction.
+            // Bounds are in value order; the map's order is the key's direction.
             List<Object> low = new ArrayList<>(prefix);
-            low.add(bounds[0]);
+            low.add(bounds.low());
             List<Object> high = new ArrayList<>(prefix);
-            if (bounds[2] != null) {
-                high.add(bounds[2]);
+            if (bounds.high() != null) {
+                high.add(bounds.high());
             }
-            int lowSide = (Boolean) bounds[1] ? BEFORE : AFTER;
-            int highSide = bounds[2] == null || (Boolean) bounds[3] ? AFTER : BEFORE;
+            int lowSide = bounds.lowInclusive() ? BEFORE : AFTER;
+            int highSide = bounds.high() == null || bounds.highInclusive() ? AFTER : BEFORE;
             ranges.add(getKeys().get(i).isAscending() ? range(low, lowSide, high, highSide) : range(high, -highSide, low, -lowSide));
         }
         return new Scan(ranges, false, false).orderedBy(orderBy, keys, getKeys(), prefix.size());
@@ -242,12 +242,15 @@ final class SecondaryIndex<P> extends Index<P> {
         return values;
     }
 
+    /** A range of values of one key; {@code high} null: no upper end. */
+    private record Bounds(Object low, boolean lowInclusive, Object high, boolean highInclusive) {
+    }
+
     /**
-     * The bounds of a range condition as {@code {low, lowInclusive, high, highInclusive}} (high null: none),
-     * completed to the type's ends when one side is open (MongoDB compares within a type); null when the
-     * condition is not a range of numbers, strings or dates.
+     * The bounds of a range condition, completed to the type's ends when one side is open (MongoDB compares
+     * within a type); null when the condition is not a range of numbers, strings or dates.
      */
-    private static Object[] bounds(Document condition) {
+    private static Bounds bounds(Document condition) {
         Object low = null;
         Object high = null;
         boolean lowInclusive = true;
@@ -281,7 +284,7 @@ final class SecondaryIndex<P> extends Index<P> {
         if (high == null && !(typed instanceof String)) {
             high = typed instanceof Number ? Double.POSITIVE_INFINITY : Instant.MAX;
         }
-        return new Object[] {low, lowInclusive, high, highInclusive};
+        return new Bounds(low, lowInclusive, high, highInclusive);
     }
 
     private static boolean sameType(Object a, Object b) {
