@@ -70,7 +70,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
  */
 export type EventOutbox = (event: StoredEvent) => Promise<(() => void) | null>;
 
-/** Publication of webhook events: stored first, then handed to the listeners. */
+/** Publication of webhook events: the work they need stored first (outboxes), then the event, then that work started. */
 export interface EventBus {
   readonly collection: Collection<StoredEvent>;
   /**
