@@ -121,7 +121,8 @@ export async function startService(options: StartOptions): Promise<RunningServic
   const events = createEventBus(db, clock, logger);
   for (const store of [workspaces, keys, rateLimiter, requestLog, events]) await store.ensureIndexes();
 
-  const scheduler = createScheduler(db, logger, config.jobPollIntervalMs);
+  // Agenda runs a recurring job no more often than it scans: as often as the webhook claim job runs, at least.
+  const scheduler = createScheduler(db, logger, Math.min(config.jobPollIntervalMs, config.webhookClaimIntervalMs));
   scheduler.define(
     createPruneJob({ requestLog, rateLimiter, clock, logger }),
   );

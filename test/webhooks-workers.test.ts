@@ -141,4 +141,36 @@ describe("worker processes (outbox, sweep, claims)", () => {
       }
     }
   }, 60_000);
+
+  it("claims through a recurring Agenda job of each worker's own, removed when it stops or, left by a killed worker, an hour later", async () => {
+    const jobs = t.service.db.collection<{ name: string; nextRunAt: Date | null; lastRunAt?: Date }>("jobs");
+    const claimJobs = async () => (await jobs.find({ name: { $regex: "^webhooks\\.claim:" } }).toArray()).map((j) => j.name);
+    const before = new Set(await claimJobs());
+    const own = async () => (await claimJobs()).filter((name) => !before.has(name));
+
+    const first = await startWorker();
+    const [firstJob] = await own();
+    expect(firstJob).toMatch(/^webhooks\.claim:/);
+    // It runs every WEBHOOK_CLAIM_INTERVAL_MS (300 ms).
+    const runs = new Set<number>();
+    await eventually(async () => {
+      const job = await jobs.findOne({ name: firstJob });
+      if (job?.lastRunAt) runs.add(job.lastRunAt.getTime());
+      return runs.size >= 3 ? true : undefined;
+    }, 10_000);
+    expect((await jobs.findOne({ name: firstJob }))?.nextRunAt).toBeInstanceOf(Date);
+
+    // Killed, its job stays; an hour overdue, the next worker to start removes it.
+    first.child.kill("SIGKILL");
+    await once(first.child, "exit");
+    await jobs.updateOne({ name: firstJob }, { $set: { nextRunAt: new Date(Date.now() - 3_700_000) } });
+    const second = await startWorker();
+    const names = await own();
+    expect(names).not.toContain(firstJob);
+    expect(names).toHaveLength(1);
+
+    // Stopped, a worker removes its own.
+    await stopProcess(second.child);
+    expect(await own()).toEqual([]);
+  }, 60_000);
 });

@@ -38,6 +38,19 @@ export interface Scheduler {
    * takes "30000 milliseconds" for 30,000 seconds (test/scheduler.test.ts).
    */
   every(intervalMs: number, name: string): Promise<void>;
+  /**
+   * A recurring job that this process alone runs, every `intervalMs` ms (for
+   * example a worker's claim of due webhook deliveries). Agenda runs only
+   * the job names a process defines, so the job is named
+   * `${kind}:${processId}`. The returned function removes it (at stop).
+   * Such jobs of processes that died without stopping never run again; one
+   * more than `staleMs` overdue (default an hour: a live process scans far
+   * more often, and a job removed under a live process would never run
+   * again) is removed when another process starts its own job of the kind.
+   * Runs come at Agenda's scans (processEvery), so the scheduler should
+   * scan at least as often as `intervalMs`.
+   */
+  everyInThisProcess(kind: string, processId: string, intervalMs: number, run: () => Promise<void>, staleMs?: number): Promise<() => Promise<void>>;
   /** Starts processing jobs (worker role). */
   start(): Promise<void>;
   /** Stops processing; running jobs are unlocked so another worker picks them up. */
@@ -77,6 +90,19 @@ export function createScheduler(db: Db, logger: Logger, processEveryMs = 5000): 
     },
     async every(intervalMs, name) {
       await agenda.every(intervalMs, name, undefined, { skipImmediate: true });
+    },
+    async everyInThisProcess(kind, processId, intervalMs, run, staleMs = 3_600_000) {
+      const name = `${kind}:${processId}`;
+      agenda.define(name, () => run(), { concurrency: 1 });
+      const overdue = Date.now() - staleMs;
+      const { jobs } = await agenda.queryJobs({ search: `${kind}:` });
+      const stale = jobs.filter((j) => j.name.startsWith(`${kind}:`) && j.nextRunAt && j.nextRunAt.getTime() < overdue).map((j) => String(j._id));
+      if (stale.length > 0) {
+        await agenda.cancel({ ids: stale });
+        logger.info({ kind, removed: stale.length }, "removed the recurring jobs of processes that stopped without removing them");
+      }
+      await agenda.every(intervalMs, name, undefined, { skipImmediate: true });
+      return async () => void (await agenda.cancel({ name }));
     },
     async start() {
       await agenda.start();

@@ -90,11 +90,9 @@ export class Attempts {
    * released with that time). A delivery whose endpoint is disabled is
    * released as `disabled`, one whose endpoint was deleted as `canceled`.
    *
-   * Resolves to when the delivery is due next (a retry released for later), else null.
-   *
    * @throws SecretKeyError when the endpoint's secret does not decrypt (the lease then ends on its own), or the database's error.
    */
-  async run(leased: LeasedDelivery): Promise<Date | null> {
+  async run(leased: LeasedDelivery): Promise<void> {
     const { delivery, lease } = leased;
     let number = leased.number;
     if (leased.interruptedSince) {
@@ -103,20 +101,20 @@ export class Attempts {
       const keepLease = next !== null && next.getTime() <= this.o.clock.now().getTime();
       const url = (await this.o.cache.get(delivery.endpoint_id))?.url ?? "";
       await this.record({ delivery, trigger: "automatic", number, url, outcome, counts: false, automatic: { lease, next, keepLease } });
-      if (!keepLease) return next;
+      if (!keepLease) return;
       number++;
     }
     for (;;) {
       const endpoint = await this.usable(delivery.endpoint_id);
       if (endpoint === null || !endpoint.enabled) {
         await this.release(delivery._id, lease, endpoint === null ? "canceled" : "disabled");
-        return null;
+        return;
       }
       const outcome = await this.send(endpoint, delivery, leased.body);
       const next = outcome.succeeded ? null : this.o.schedule.next(number, outcome);
       const keepLease = next !== null && this.o.schedule.immediate(number);
       await this.record({ delivery, trigger: "automatic", number, url: endpoint.url, outcome, counts: true, automatic: { lease, next, keepLease } });
-      if (!keepLease) return next;
+      if (!keepLease) return;
       number++;
     }
   }

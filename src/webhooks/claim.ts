@@ -9,20 +9,20 @@ import type { DeliveryRecord, DeliveryStore } from "./delivery-store.js";
 export const CLAIM_BATCH = 200;
 
 /**
- * The claims of due deliveries (a worker's loop). Each round costs three
- * commands, whatever its size: the due deliveries in order of
- * next_attempt_at; one updateMany that leases those still due to this
- * round (lease_owner, next_attempt_at pushed to the lease's end); their
- * events' envelopes. When the update changed fewer than were read, another
- * worker took some, and a fourth command reads which this round got. Two
- * workers that find the same ids each get only those their own update changed: no
- * attempt is made twice, except after a crash (the lease ends, the next
- * claim records the lost attempt as interrupted and goes on).
+ * The claims of due deliveries. Each round costs three commands, whatever
+ * its size: the due deliveries in order of next_attempt_at; one updateMany
+ * that leases those still due to this round (lease_owner, next_attempt_at
+ * pushed to the lease's end); their events' envelopes. When the update
+ * changed fewer than were read, another worker took some, and a fourth
+ * command reads which this round got. Two workers that find the same ids
+ * each get only those their own update changed: no attempt is made twice,
+ * except after a crash (the lease ends, the next claim records the lost
+ * attempt as interrupted and goes on).
  *
- * It claims while it has room (at most `maxInFlight` deliveries in
- * progress in this process, new events' first attempts included: see
- * begin) and deliveries are due; idle, it looks again after `pollMs`,
- * or sooner when told a delivery is due (wakeAt, poke).
+ * A drain claims round after round while deliveries are due, keeping at
+ * most `maxInFlight` deliveries in progress in this process (new events'
+ * first attempts included: see begin). The worker's recurring Agenda job
+ * runs one every claim interval (Dispatcher.start); poke runs one at once.
  *
  * A delivery whose event is not stored (its publisher stopped between
  * storing the deliveries and the event, see EventOutbox) is looked at again
@@ -33,9 +33,10 @@ export class DeliveryClaims {
   private stopping = false;
   private round = 0;
   private inFlight = 0;
-  private wake: () => void = () => {};
-  private timer: NodeJS.Timeout | undefined;
-  private loop: Promise<void> | undefined;
+  private draining: Promise<void> | undefined;
+  /** A drain was asked for while one ran: it goes on once more. */
+  private again = false;
+  private slotFreed: (() => void) | undefined;
 
   constructor(
     private readonly o: {
@@ -46,23 +47,39 @@ export class DeliveryClaims {
       /** Names this process in lease_owner. */
       owner: string;
       leaseMs: number;
-      pollMs: number;
       maxInFlight: number;
-      /** Takes a claimed delivery as far as it goes; resolves to when it is due next (or null). */
-      run: (leased: LeasedDelivery) => Promise<Date | null>;
+      /** Takes a claimed delivery as far as it goes. */
+      run: (leased: LeasedDelivery) => Promise<void>;
     },
   ) {}
 
-  /** Starts the loop. */
-  start(): void {
-    this.loop ??= this.claimWhileRunning();
+  /**
+   * Claims due deliveries until none are left (a round finds fewer than it
+   * asked for) or this process stops; waits for room while
+   * `maxInFlight` are in progress. One drain at a time: asked for while one
+   * runs, that one goes on once more.
+   *
+   * @throws the database's error when a round fails (the next drain tries again).
+   */
+  drain(): Promise<void> {
+    if (this.draining) {
+      this.again = true;
+      return this.draining;
+    }
+    this.draining = this.claimWhileDue().finally(() => (this.draining = undefined));
+    return this.draining;
   }
 
-  /** Stops claiming and waits for the round in progress (attempts in flight are the caller's to wait for). */
+  /** Drains now, in the background (for example once an endpoint's deliveries are due again). */
+  poke(): void {
+    this.drain().catch((err: unknown) => this.o.logger.warn({ err }, "claiming due webhook deliveries failed; the next claim tries again"));
+  }
+
+  /** Stops claiming and waits for the drain in progress (attempts in flight are the caller's to wait for). */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.wake();
-    await this.loop;
+    this.slotFreed?.();
+    await this.draining?.catch(() => {});
   }
 
   /** Deliveries in progress in this process. */
@@ -70,45 +87,15 @@ export class DeliveryClaims {
     return this.inFlight;
   }
 
-  /** Looks for due deliveries now. */
-  poke(): void {
-    this.wake();
-  }
-
-  /** Looks for due deliveries at `at` (if sooner than the loop would). */
-  wakeAt(at: Date): void {
-    const delay = Math.max(0, at.getTime() - this.o.clock.now().getTime());
-    if (delay >= this.o.pollMs) return;
-    const timer = setTimeout(() => this.wake(), delay);
-    timer.unref();
-  }
-
-  private async claimWhileRunning(): Promise<void> {
-    while (!this.stopping) {
-      const room = Math.min(CLAIM_BATCH, this.o.maxInFlight - this.inFlight);
-      let full = false;
-      if (room > 0) {
-        try {
-          full = (await this.claim(room)) === room;
-        } catch (err) {
-          this.o.logger.warn({ err }, "claiming due webhook deliveries failed; trying again");
-        }
+  private async claimWhileDue(): Promise<void> {
+    do {
+      this.again = false;
+      while (!this.stopping) {
+        const room = Math.min(CLAIM_BATCH, this.o.maxInFlight - this.inFlight);
+        if (room < CLAIM_BATCH / 4) await new Promise<void>((resolve) => (this.slotFreed = resolve));
+        else if ((await this.claim(room)) < room) break;
       }
-      if (!full || room < CLAIM_BATCH / 4) await this.idle(room > 0 ? this.o.pollMs : 1000);
-    }
-  }
-
-  /** Waits `ms`, or less when woken (a poke, a due time, a slot freed, the stop). */
-  private idle(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      this.wake = () => {
-        clearTimeout(this.timer);
-        this.wake = () => {};
-        resolve();
-      };
-      this.timer = setTimeout(this.wake, ms);
-      this.timer.unref();
-    });
+    } while (this.again && !this.stopping);
   }
 
   /** One round: claims up to `limit` due deliveries and starts them; resolves to how many were due. */
@@ -152,18 +139,20 @@ export class DeliveryClaims {
 
   /**
    * Takes a leased delivery as far as it goes, in the background (counted in
-   * inProgress); looks for it again when it is due next. A failure is
-   * logged: the lease ends and the delivery is claimed again.
+   * inProgress). A failure is logged: the lease ends and the delivery is
+   * claimed again.
    */
   begin(leased: LeasedDelivery): void {
     this.inFlight++;
     this.o
       .run(leased)
-      .then((next) => next && this.wakeAt(next))
       .catch((err: unknown) => this.o.logger.warn({ err, deliveryId: leased.delivery._id }, "a webhook attempt failed; its lease ends and it is claimed again"))
       .finally(() => {
         this.inFlight--;
-        if (this.inFlight === this.o.maxInFlight - CLAIM_BATCH) this.wake();
+        if (this.inFlight <= this.o.maxInFlight - CLAIM_BATCH && this.slotFreed) {
+          this.slotFreed();
+          this.slotFreed = undefined;
+        }
       });
   }
 

@@ -2,6 +2,7 @@ import { newId } from "../shared/ids.js";
 import type { EventBus, StoredEvent } from "../events/event-bus.js";
 import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
+import type { Scheduler } from "../jobs/scheduler.js";
 import { apiError } from "../shared/errors.js";
 import { GroupCommit } from "../store/group-commit.js";
 import { Attempts } from "./attempt.js";
@@ -16,6 +17,9 @@ import { SecretKeyError } from "./signing-secret.js";
 /** Deliveries in progress in one process, at most (a memory bound); past it, new events' deliveries wait for a claim. */
 const MAX_IN_FLIGHT = 10_000;
 
+/** The kind of the workers' recurring claim job (named `webhooks.claim:<process>`, see Scheduler.everyInThisProcess). */
+export const CLAIM_JOB = "webhooks.claim";
+
 /** What the dispatcher is built from. */
 export interface DispatcherOptions {
   events: EventBus;
@@ -24,6 +28,7 @@ export interface DispatcherOptions {
   sender: WebhookSender;
   clock: Clock;
   logger: Logger;
+  scheduler: Scheduler;
   secretKey: Buffer;
   /** Delays before the retries, in ms (WEBHOOK_RETRY_SCHEDULE). */
   schedule: readonly number[];
@@ -33,7 +38,7 @@ export interface DispatcherOptions {
   leaseMs: number;
   /** WEBHOOK_CLAIM_INTERVAL_MS. */
   claimIntervalMs: number;
-  /** Whether this process claims due deliveries (the worker role). */
+  /** Whether this process claims due deliveries (the worker role, whose scheduler runs). */
   claims: boolean;
 }
 
@@ -46,9 +51,10 @@ export interface DispatcherOptions {
  * selected its type and existed when it was created) are stored before the
  * event (the event bus's outbox), leased to this process, and attempted at
  * once once the event is stored: no job, no polling (Attempts). A retry
- * not due at once is stored as the delivery's next_attempt_at, and the
- * workers' claim loops (DeliveryClaims) take due deliveries in batches. A
- * process that dies leaves leases that end and are claimed again. While an
+ * not due at once is stored as the delivery's next_attempt_at; every worker
+ * has a recurring Agenda job (CLAIM_JOB, every WEBHOOK_CLAIM_INTERVAL_MS)
+ * that claims due deliveries in batches (DeliveryClaims). A process that
+ * dies leaves leases that end and are claimed again. While an
  * endpoint is disabled its deliveries wait as `disabled` and resume when it
  * is enabled; when it is deleted they are canceled.
  */
@@ -59,6 +65,7 @@ export class Dispatcher {
   /** Names this process's leases. */
   private readonly owner = newId();
   private stopping = false;
+  private removeClaimJob: (() => Promise<void>) | undefined;
   private readonly running = new Set<Promise<unknown>>();
   /** New events' deliveries, stored together (one insert for whatever accumulated meanwhile). */
   private readonly inserts = new GroupCommit<DeliveryRecord[], boolean[]>(async (groups) => {
@@ -79,16 +86,17 @@ export class Dispatcher {
       logger,
       owner: this.owner,
       leaseMs,
-      pollMs: o.claimIntervalMs,
       maxInFlight: MAX_IN_FLIGHT,
       run: (leased) => this.track(this.attempts.run(leased)),
     });
     o.events.onPublish(this.outbox);
   }
 
-  /** Starts claiming due deliveries (worker role). */
-  start(): void {
-    if (this.o.claims) this.claims.start();
+  /** Starts claiming due deliveries (worker role): this process's claim job, and a first drain at once. */
+  async start(): Promise<void> {
+    if (!this.o.claims) return;
+    this.removeClaimJob = await this.o.scheduler.everyInThisProcess(CLAIM_JOB, this.owner, this.o.claimIntervalMs, () => this.claims.drain());
+    this.claims.poke();
   }
 
   /**
@@ -98,6 +106,7 @@ export class Dispatcher {
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    await this.removeClaimJob?.().catch((err: unknown) => this.o.logger.warn({ err }, "removing this process's webhook claim job failed"));
     await this.claims.stop();
     const settled = Promise.allSettled([...this.running]);
     const late = new Promise((resolve) => setTimeout(resolve, this.o.timeoutMs + 5000).unref());

@@ -43,6 +43,7 @@ export function createWebhooksCapability(platform: Platform): Capability {
     sender,
     clock,
     logger,
+    scheduler: platform.scheduler,
     secretKey,
     schedule: config.webhookRetrySchedule,
     timeoutMs: config.webhookAttemptTimeoutMs,
@@ -61,7 +62,7 @@ export function createWebhooksCapability(platform: Platform): Capability {
       await endpoints.ensureIndexes();
       await store.ensureIndexes();
     },
-    start: async () => dispatcher.start(),
+    start: () => dispatcher.start(),
     stop: () => dispatcher.stop(),
   };
 }
