@@ -171,6 +171,8 @@ describe("worker processes (outbox, sweep, claims)", () => {
 
     // Stopped, a worker removes its own.
     await stopProcess(second.child);
-    expect(await own()).toEqual([]);
+    expect(second.child.exitCode).toBe(0);
+    const left = await jobs.find({ name: { $in: await own() } }).toArray();
+    expect(left, JSON.stringify(left)).toEqual([]);
   }, 60_000);
 });

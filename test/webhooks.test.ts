@@ -160,8 +160,11 @@ describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
     expect(delivered.requests.map((r) => r.headers["service-delivery"])).toEqual([first._id]);
     expect(read.requests.map((r) => r.headers["service-delivery"])).toEqual([second._id]);
     expect(both.requests.map((r) => r.headers["service-event"]).sort()).toEqual(["message.delivered", "message.read"]);
-    // Each delivery's state is stored: succeeded, nothing due.
-    const stored = await t.service.db.collection("webhook_deliveries").find({ event_id: { $in: [first._id, second._id] } }).toArray();
+    // Each delivery's state is stored (once the outcome is written, just after the answer): succeeded, nothing due.
+    const stored = await eventually(async () => {
+      const all = await t.service.db.collection("webhook_deliveries").find({ event_id: { $in: [first._id, second._id] } }).toArray();
+      return all.length === 4 && all.every((d) => d.status !== "pending") ? all : undefined;
+    });
     expect(stored.map((d) => [d.status, d.attempt_count, d.next_attempt_at, d.lease_owner])).toEqual(stored.map(() => ["succeeded", 1, undefined, null]));
     expect(disabled.requests).toHaveLength(0);
     expect(elsewhere.requests).toHaveLength(0);

@@ -30,6 +30,7 @@ export const CLAIM_BATCH = 200;
  * published.
  */
 export class DeliveryClaims {
+  private started = false;
   private stopping = false;
   private round = 0;
   private inFlight = 0;
@@ -70,8 +71,14 @@ export class DeliveryClaims {
     return this.draining;
   }
 
-  /** Drains now, in the background (for example once an endpoint's deliveries are due again). */
+  /** Lets poke drain (in processes that claim: workers). */
+  start(): void {
+    this.started = true;
+  }
+
+  /** Drains now, in the background, if this process claims (for example once an endpoint's deliveries are due again). */
   poke(): void {
+    if (!this.started || this.stopping) return;
     this.drain().catch((err: unknown) => this.o.logger.warn({ err }, "claiming due webhook deliveries failed; the next claim tries again"));
   }
 

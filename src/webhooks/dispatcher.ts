@@ -96,6 +96,7 @@ export class Dispatcher {
   async start(): Promise<void> {
     if (!this.o.claims) return;
     this.removeClaimJob = await this.o.scheduler.everyInThisProcess(CLAIM_JOB, this.owner, this.o.claimIntervalMs, () => this.claims.drain());
+    this.claims.start();
     this.claims.poke();
   }
 

@@ -3,15 +3,13 @@ import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { WebhookEndpointService } from "../../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
-import { loadConfig } from "../../src/config.js";
-import { startService, type RunningService } from "../../src/server.js";
-import { createLogger } from "../../src/shared/logger.js";
+import { MongoClient, type Db } from "mongodb";
 import { automaticAttemptId, deliveryId, type AttemptRecord, type DeliveryRecord } from "../../src/webhooks/delivery-store.js";
 import { signWebhookPayload } from "../../src/webhooks/signature.js";
 import { Pool } from "undici";
 import { startProcess, stopProcess, TEST_WEBHOOK_SECRET_KEY } from "../helpers/processes.js";
 import { commandCells, countsBetween, startCommandCounter } from "./command-counter.js";
-import { percentile, table } from "./harness.js";
+import { percentile, rssMiB, table } from "./harness.js";
 
 /** Options of the webhook delivery benchmark. */
 export interface WebhookBenchOptions {
@@ -48,11 +46,12 @@ interface Row {
 
 /**
  * Signed webhook deliveries sustained by one service process (API and
- * worker in one, on the real database) against local receivers in another
- * process, which check every signature:
+ * worker in one, on the real database; test/bench/webhook-service.ts, whose
+ * memory is sampled) against local receivers in another process, which
+ * check every signature:
  * - new events published at a steady rate (100, 250, 1,000/s), one endpoint each: the latency
- *   from publication (the event bus call, as the messaging capability makes
- *   it on a network report) to the receiver's arrival;
+ *   from publication (the event bus call in the service process, as the
+ *   messaging capability makes it on a network report) to the receiver's arrival;
  * - new events from 32 publishers as fast as they go;
  * - a backlog of N deliveries (retries after an outage: the records the
  *   engine would have written, seeded directly): first pending (due in an
@@ -75,56 +74,44 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
     return (await res.json()) as Stats;
   };
   const counter = await startCommandCounter(options.mongodbUri);
-  const service = await startService({
-    config: {
-      ...loadConfig({}),
-      host: "127.0.0.1",
-      port: 0,
-      consolePort: 0,
-      consoleToken: CONSOLE_TOKEN,
-      mongodbUri: counter.uri,
-      mongodbDatabase: `bench_webhooks_${Date.now()}`,
-      webhookSecretKey: Buffer.from(TEST_WEBHOOK_SECRET_KEY, "hex"),
-      webhookAllowHttpLoopback: true,
-      webhookAllowPrivateTargets: true,
+  const database = `bench_webhooks_${Date.now()}`;
+  const service = await startProcess(
+    "test/bench/webhook-service.ts",
+    {
+      MONGODB_URI: counter.uri,
+      MONGODB_DATABASE: database,
+      HOST: "127.0.0.1",
+      PORT: "0",
+      CONSOLE_PORT: "0",
+      CONSOLE_TOKEN,
+      LOG_LEVEL: "warn",
+      WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+      WEBHOOK_ALLOW_HTTP_LOOPBACK: "true",
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
     },
-    logger: createLogger("warn"),
-  });
+    (line) => (typeof line.controlPort === "number" ? { controlPort: line.controlPort, consolePort: line.consolePort as number } : undefined),
+  );
+  const publish = async (body: { perSecond?: number; publishers?: number; seconds?: number }): Promise<number> => {
+    const res = await fetch(`http://127.0.0.1:${service.value.controlPort}/publish`, { method: "POST", body: JSON.stringify(body) });
+    if (!res.ok) throw new Error(`publishing failed: ${await res.text()}`);
+    return ((await res.json()) as { sent: number }).sent;
+  };
+  const stopPublishing = () => fetch(`http://127.0.0.1:${service.value.controlPort}/stop`, { method: "POST" });
+  // Seeds and makes due the backlog directly (neither counted nor in the service process).
+  const direct = await new MongoClient(options.mongodbUri).connect();
+  const db = direct.db(database);
   const rows: Row[] = [];
   try {
-    const endpoints = await createEndpoints(service, receivers.value, control);
+    const endpoints = await createEndpoints(service.value.consolePort, receivers.value, control);
+    await fetch(`http://127.0.0.1:${service.value.controlPort}/endpoints`, { method: "POST", body: JSON.stringify(endpoints) });
     let peak = 0;
-    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss / 2 ** 20)), 100);
+    const sampler = setInterval(() => void rssMiB(service.child.pid!).then((mib) => (peak = Math.max(peak, mib ?? 0))), 100);
     const measure = async (name: string, run: () => Promise<{ deliveries: number; seconds: number; latencies: number[]; bad: number; note: string }>) => {
       peak = 0;
       const before = counter.snapshot();
       const r = await run();
       const commands = countsBetween(before, counter.snapshot());
       rows.push({ name, deliveries: r.deliveries, seconds: r.seconds, latencies: r.latencies, peakRssMiB: peak, badSignatures: r.bad, note: r.note, commands });
-    };
-    let n = 0;
-    const publish = (sentNs = process.hrtime.bigint()) => {
-      const ep = endpoints[n++ % endpoints.length]!;
-      return service.events.publish({
-        workspaceId: ep.workspaceId,
-        type: "message.delivered",
-        data: { message_id: `msg_${randomUUID()}`, to: "4915112345678", status: "delivered", wa_message_id: `wamid.${n}`, occurred_at: new Date().toISOString(), error: null, sent_ns: String(sentNs) },
-      });
-    };
-    /** Publishes `perSecond` events a second until `until()`; resolves to the count. */
-    const steady = async (perSecond: number, until: () => boolean) => {
-      let sent = 0;
-      const began = performance.now();
-      const pending: Promise<unknown>[] = [];
-      while (!until()) {
-        const due = began + (sent * 1000) / perSecond;
-        const wait = due - performance.now();
-        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-        pending.push(publish());
-        sent++;
-      }
-      await Promise.all(pending);
-      return sent;
     };
     const collect = async (expected: number, field: "received" | "backlog") => {
       const all: Stats = { received: 0, badSignatures: 0, backlog: 0, firstNs: "0", lastNs: "0", latenciesMs: [] };
@@ -143,29 +130,16 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
     };
 
     // Warm-up (connections, caches, JIT), not measured.
-    const warmUntil = performance.now() + 3000;
-    const warmed = await steady(100, () => performance.now() >= warmUntil);
-    await collect(warmed, "received");
+    await collect(await publish({ perSecond: 100, seconds: 3 }), "received");
     const atRate = (rate: number, label: string) =>
       measure(`new events, ${rate}/s for ${options.seconds} s${label}`, async () => {
-        const stopAt = performance.now() + options.seconds * 1000;
-        const sent = await steady(rate, () => performance.now() >= stopAt);
+        const sent = await publish({ perSecond: rate, seconds: options.seconds });
         const s = await collect(sent, "received");
         return { deliveries: s.received, seconds: options.seconds, latencies: s.latenciesMs, bad: s.badSignatures, note: `${sent} published` };
       });
     for (const rate of [100, 250, 1000]) await atRate(rate, "");
     await measure(`new events, 32 publishers as fast as they go, ${options.seconds} s`, async () => {
-      const began = performance.now();
-      const stopAt = began + options.seconds * 1000;
-      let sent = 0;
-      await Promise.all(
-        Array.from({ length: 32 }, async () => {
-          while (performance.now() < stopAt) {
-            await publish();
-            sent++;
-          }
-        }),
-      );
+      const sent = await publish({ publishers: 32, seconds: options.seconds });
       const s = await collect(sent, "received");
       const seconds = Number(BigInt(s.lastNs) - BigInt(s.firstNs)) / 1e9;
       return { deliveries: s.received, seconds, latencies: s.latenciesMs, bad: s.badSignatures, note: `${sent} published` };
@@ -195,17 +169,16 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
       return { deliveries: s.received, seconds, latencies: s.latenciesMs, bad: s.badSignatures, note: `${sent} posted` };
     });
     for (const size of options.backlogs) {
-      const seeded = await seedBacklog(service, endpoints, size);
+      const seeded = await seedBacklog(db, endpoints, size);
       // The backlog waits (due in an hour): new events must not notice it.
       await atRate(100, `, ${size.toLocaleString("en")} deliveries pending`);
       await measure(`backlog of ${size.toLocaleString("en")} due at once, plus new events at 50/s`, async () => {
         await control("stats");
-        await service.db.collection("webhook_deliveries").updateMany({ next_attempt_at: { $gt: new Date() } }, { $set: { next_attempt_at: new Date() } });
-        let drained: Stats | undefined;
-        const draining = collect(size, "backlog").then((s) => (drained = s));
-        await steady(50, () => drained !== undefined);
-        await draining;
-        const s = drained as Stats;
+        await db.collection("webhook_deliveries").updateMany({ next_attempt_at: { $gt: new Date() } }, { $set: { next_attempt_at: new Date() } });
+        const publishing = publish({ perSecond: 50 });
+        const s = await collect(size, "backlog");
+        await stopPublishing();
+        await publishing;
         const seconds = Number(BigInt(s.lastNs) - BigInt(s.firstNs)) / 1e9;
         return {
           deliveries: s.received,
@@ -218,7 +191,8 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
     }
     clearInterval(sampler);
   } finally {
-    await service.close();
+    await stopProcess(service.child);
+    await direct.close();
     await stopProcess(receivers.child);
     await counter.close();
   }
@@ -257,12 +231,12 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
 }
 
 /** One workspace and endpoint per receiver, through the console API; gives the receivers the secrets. */
-async function createEndpoints(service: RunningService, ports: number[], control: (path: string, body: unknown) => Promise<unknown>) {
+async function createEndpoints(consolePort: number, ports: number[], control: (path: string, body: unknown) => Promise<unknown>) {
   const auth: Interceptor = (next) => (req) => {
     req.header.set("authorization", `Bearer ${CONSOLE_TOKEN}`);
     return next(req);
   };
-  const transport = createConnectTransport({ baseUrl: `http://127.0.0.1:${service.consolePort}`, httpVersion: "1.1", interceptors: [auth] });
+  const transport = createConnectTransport({ baseUrl: `http://127.0.0.1:${consolePort}`, httpVersion: "1.1", interceptors: [auth] });
   const secrets: Record<string, string> = {};
   const endpoints = [];
   for (const port of ports) {
@@ -285,9 +259,8 @@ async function createEndpoints(service: RunningService, ports: number[], control
  * deliveries with a failed first attempt each, the retry due in an hour
  * (the run makes them due). Returns the seconds it took.
  */
-async function seedBacklog(service: RunningService, endpoints: { workspaceId: string; endpointId: string }[], size: number): Promise<number> {
+async function seedBacklog(db: Db, endpoints: { workspaceId: string; endpointId: string }[], size: number): Promise<number> {
   const began = performance.now();
-  const { db } = service;
   const now = new Date();
   for (let start = 0; start < size; start += 500) {
     const events = [];
