@@ -30,6 +30,7 @@ export const ENDPOINT_CACHE_MS = 1000;
 export class EndpointCache {
   private readonly byId = new Map<string, { view: EndpointView | null; at: number }>();
   private readonly byWorkspace = new Map<string, { ids: string[]; at: number }>();
+  private readonly reading = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly endpoints: EndpointStore,
@@ -65,36 +66,55 @@ export class EndpointCache {
     return view;
   }
 
-  /** The endpoint, or null when it does not exist; `maxAgeMs` 0 reads it now. */
-  async get(id: string, maxAgeMs = ENDPOINT_CACHE_MS): Promise<EndpointView | null> {
-    const now = performance.now();
+  /**
+   * The endpoint, or null when it does not exist; `maxAgeMs` 0 reads it now.
+   * Callers that find it stale at once share one read.
+   */
+  get(id: string, maxAgeMs = ENDPOINT_CACHE_MS): Promise<EndpointView | null> {
     const cached = this.byId.get(id);
-    if (cached && now - cached.at < maxAgeMs) return cached.view;
-    const record = await this.endpoints.get(id);
-    if (!record) {
+    if (cached && performance.now() - cached.at < maxAgeMs) return Promise.resolve(cached.view);
+    const read = async () => {
+      const now = performance.now();
+      const record = await this.endpoints.get(id);
+      if (record) return this.remember(record, now);
       this.byId.set(id, { view: null, at: now });
       return null;
-    }
-    return this.remember(record, now);
+    };
+    return maxAgeMs === 0 ? read() : this.shared(`id:${id}`, read);
   }
 
-  /** The endpoints of a workspace (enabled or not). */
-  async forWorkspace(workspaceId: string): Promise<EndpointView[]> {
-    const now = performance.now();
+  /** The endpoints of a workspace (enabled or not); callers that find them stale at once share one read. */
+  forWorkspace(workspaceId: string): Promise<EndpointView[]> {
     const cached = this.byWorkspace.get(workspaceId);
-    if (cached && now - cached.at < ENDPOINT_CACHE_MS) {
+    if (cached && performance.now() - cached.at < ENDPOINT_CACHE_MS) {
       const views = cached.ids.map((id) => this.byId.get(id)?.view);
-      if (views.every((v) => v !== undefined)) return views.filter((v): v is EndpointView => v !== null);
+      if (views.every((v) => v !== undefined)) return Promise.resolve(views.filter((v): v is EndpointView => v !== null));
     }
-    const records = await this.endpoints.listAll(workspaceId);
-    this.byWorkspace.set(workspaceId, { ids: records.map((r) => r._id), at: now });
-    return records.map((r) => this.remember(r, now));
+    return this.shared(`workspace:${workspaceId}`, async () => {
+      const now = performance.now();
+      const records = await this.endpoints.listAll(workspaceId);
+      this.byWorkspace.set(workspaceId, { ids: records.map((r) => r._id), at: now });
+      return records.map((r) => this.remember(r, now));
+    });
   }
 
-  /** Forgets what is known of an endpoint and its workspace (after a console change). */
+  /** Runs `read` unless a read under `key` is in flight, whose answer is shared. */
+  private shared<T>(key: string, read: () => Promise<T>): Promise<T> {
+    const inFlight = this.reading.get(key) as Promise<T> | undefined;
+    if (inFlight) return inFlight;
+    const reading: Promise<T> = read().finally(() => {
+      if (this.reading.get(key) === reading) this.reading.delete(key);
+    });
+    this.reading.set(key, reading);
+    return reading;
+  }
+
+  /** Forgets what is known of an endpoint and its workspace (after a console change); a read in flight is not shared. */
   invalidate(id: string, workspaceId: string): void {
     this.byId.delete(id);
     this.byWorkspace.delete(workspaceId);
+    this.reading.delete(`id:${id}`);
+    this.reading.delete(`workspace:${workspaceId}`);
   }
 
   /** Records that this process disabled the endpoint. */

@@ -7,7 +7,7 @@ import { MongoClient, type Db } from "mongodb";
 import { automaticAttemptId, deliveryId, type AttemptRecord, type DeliveryRecord } from "../../src/webhooks/delivery-store.js";
 import { signWebhookPayload } from "../../src/webhooks/signature.js";
 import { Pool } from "undici";
-import { startProcess, stopProcess, TEST_WEBHOOK_SECRET_KEY } from "../helpers/processes.js";
+import { serviceProfileArgs, startProcess, stopProcess, TEST_WEBHOOK_SECRET_KEY } from "../helpers/processes.js";
 import { commandCells, countsBetween, startCommandCounter } from "./command-counter.js";
 import { percentile, rssMiB, table } from "./harness.js";
 
@@ -90,6 +90,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
       WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
     },
     (line) => (typeof line.controlPort === "number" ? { controlPort: line.controlPort, consolePort: line.consolePort as number } : undefined),
+    serviceProfileArgs(),
   );
   const publish = async (body: { perSecond?: number; publishers?: number; seconds?: number }): Promise<number> => {
     const res = await fetch(`http://127.0.0.1:${service.value.controlPort}/publish`, { method: "POST", body: JSON.stringify(body) });

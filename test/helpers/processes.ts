@@ -48,12 +48,17 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
  * --cpu-prof DIR`), the service writes a V8 CPU profile there when it stops.
  */
 export async function startServiceProcess(env: Record<string, string>) {
-  const profileDir = process.env.SERVICE_CPU_PROF_DIR;
   const { child, value } = await startProcess(
     "src/main.ts",
     { LOG_LEVEL: "info", WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, ...env },
     (line) => (line.msg === "service started" ? { publicPort: line.publicPort as number, consolePort: line.consolePort as number } : undefined),
-    profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [],
+    serviceProfileArgs(),
   );
   return { child, ...value };
+}
+
+/** Node's arguments that write a V8 CPU profile to SERVICE_CPU_PROF_DIR at exit, when it is set. */
+export function serviceProfileArgs(): string[] {
+  const profileDir = process.env.SERVICE_CPU_PROF_DIR;
+  return profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
 }

@@ -1,5 +1,6 @@
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashSet;
@@ -49,11 +50,58 @@ final class SecondaryIndex<P> extends Index<P> {
     private final ConcurrentSkipListMap<Entry, P> entries = new ConcurrentSkipListMap<>(this::compare);
     private final ConcurrentHashMap<Object, P> positionsById = new ConcurrentHashMap<>();
 
+    private final String[] keyNames;
+    /** Whether no key is a path into a subdocument (then fields are read directly, see {@link #keysOf}). */
+    private final boolean topLevel;
+
     SecondaryIndex(String name, List<IndexKey> keys, boolean sparse) {
         super(name, keys, sparse);
         for (IndexKey key : keys) {
             keyComparators.add(key.isAscending() ? ValueComparator.asc() : ValueComparator.desc());
         }
+        keyNames = keys.stream().map(IndexKey::getKey).toArray(String[]::new);
+        topLevel = Arrays.stream(keyNames).noneMatch(n -> n.contains("."));
+    }
+
+    /**
+     * The document's entries' keys, as the library's {@code getKeyValues} gives them (normalized values, one key
+     * per element of an indexed array). Top-level fields without arrays, the usual case, are read directly:
+     * the library's general path splits every key with a regular expression and streams, on every write.
+     */
+    private List<Object[]> keysOf(Document document) {
+        if (topLevel) {
+            List<Object> values = new ArrayList<>(keyNames.length);
+            for (String key : keyNames) {
+                Object value = document.getOrMissing(key);
+                if (value instanceof Collection) {
+                    values = null;
+                    break;
+                }
+                values.add(value);
+            }
+            if (values != null) {
+                return List.<Object[]>of(new KeyValue(values).normalized().stream().toArray());
+            }
+        }
+        List<Object[]> all = new ArrayList<>();
+        for (KeyValue key : getKeyValues(document)) {
+            all.add(key.stream().toArray());
+        }
+        return all;
+    }
+
+    private boolean sameKeys(Document a, Document b) {
+        List<Object[]> keysOfA = keysOf(a);
+        List<Object[]> keysOfB = keysOf(b);
+        if (keysOfA.size() != keysOfB.size()) {
+            return false;
+        }
+        for (int i = 0; i < keysOfA.size(); i++) {
+            if (!Arrays.equals(keysOfA.get(i), keysOfB.get(i))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private int compare(Entry a, Entry b) {
@@ -85,7 +133,16 @@ final class SecondaryIndex<P> extends Index<P> {
     }
 
     private boolean skips(Document document) {
-        return isSparse() && keys().stream().allMatch(key -> Utils.getSubdocumentValue(document, key) instanceof Missing);
+        if (!isSparse()) {
+            return false;
+        }
+        for (String key : keyNames) {
+            Object value = topLevel ? document.getOrMissing(key) : Utils.getSubdocumentValue(document, key);
+            if (!(value instanceof Missing)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     @Override
@@ -94,8 +151,8 @@ final class SecondaryIndex<P> extends Index<P> {
             return;
         }
         Object id = idOf(document);
-        for (KeyValue key : getKeyValues(document)) {
-            entries.put(new Entry(key.stream().toArray(), id, 0), position);
+        for (Object[] key : keysOf(document)) {
+            entries.put(new Entry(key, id, 0), position);
         }
         positionsById.put(id, position);
     }
@@ -105,8 +162,8 @@ final class SecondaryIndex<P> extends Index<P> {
         Object id = idOf(document);
         P position = positionsById.remove(id);
         if (position != null) {
-            for (KeyValue key : getKeyValues(document)) {
-                entries.remove(new Entry(key.stream().toArray(), id, 0));
+            for (Object[] key : keysOf(document)) {
+                entries.remove(new Entry(key, id, 0));
             }
         }
         return position;
@@ -114,7 +171,7 @@ final class SecondaryIndex<P> extends Index<P> {
 
     @Override
     public synchronized void updateInPlace(Document oldDocument, Document newDocument, P position, MongoCollection<P> collection) {
-        if (!nullAwareEqualsKeys(oldDocument, newDocument) || skips(oldDocument) != skips(newDocument)) {
+        if (!sameKeys(oldDocument, newDocument) || skips(oldDocument) != skips(newDocument)) {
             remove(oldDocument);
             add(newDocument, position, collection);
         }
