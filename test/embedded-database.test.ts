@@ -107,7 +107,7 @@ describe("the embedded database", () => {
 
   it("answers queries by its non-unique indexes exactly as a full read does, on both backends and after a restart", async () => {
     // Documents whose indexed fields take every shape a query must see or skip: dates, numbers, strings, null,
-    // missing, arrays (one entry per element), booleans; and queries of every shape the indexes take (equality
+    // missing, arrays (one entry per element), booleans, paths into subdocuments and arrays; and queries of every shape the indexes take (equality
     // prefix, $eq, ranges, $in) or leave to a full read. Each query's answer (in its sort order, or as a set)
     // must be the same with the indexes as after dropping them.
     const base = 1_700_000_000_000;
@@ -117,6 +117,8 @@ describe("the embedded database", () => {
       ...(i % 7 === 0 ? {} : { due: i % 11 === 0 ? null : i % 13 === 0 ? `s${i}` : new Date(base + ((i * 37) % 100) * 1000) }),
       n: i % 5 === 0 ? [i, i + 1] : i % 10,
       flag: i % 2 === 0,
+      // A path into subdocuments: a subdocument, missing, null, a string, an array of subdocuments, an array at the end.
+      ...[{ data: { ref: `r${i % 4}` } }, {}, { data: null }, { data: "text" }, { data: [{ ref: "r1" }, { ref: `r${i % 3}` }] }, { data: { ref: ["r2", "r9"] } }][i % 6],
     }));
     const queries: { filter: Record<string, unknown>; sort?: Record<string, 1 | -1>; limit?: number }[] = [
       { filter: { due: { $lte: new Date(base + 50_000) } }, sort: { due: 1, _id: 1 }, limit: 20 },
@@ -133,6 +135,9 @@ describe("the embedded database", () => {
       { filter: { n: { $in: [0, 50, 51] } } },
       { filter: { group: { $ne: "a" } } },
       { filter: { _id: { $in: ["d001", "d002", "d003", "d150"] }, due: { $lte: new Date(base + 99_000) } } },
+      { filter: { "data.ref": "r1" } },
+      { filter: { "data.ref": { $in: ["r0", "r9"] } }, sort: { _id: -1 } },
+      { filter: { "data.ref": { $gte: "r2" } } },
     ];
     const answers = async (things: import("mongodb").Collection<{ _id: string } & Record<string, unknown>>) =>
       Promise.all(
@@ -150,11 +155,13 @@ describe("the embedded database", () => {
         await things.createIndex({ due: 1 });
         await things.createIndex({ group: 1, due: -1, _id: -1 });
         await things.createIndex({ n: 1 });
+        await things.createIndex({ "data.ref": 1 });
         await things.insertMany(docs.slice(150));
         // Updates and deletes move and remove entries.
         await things.updateMany({ group: "c", flag: true }, { $set: { due: new Date(base + 5_000) } });
         await things.updateMany({ group: "a", n: 4 }, { $unset: { due: "" } });
         await things.deleteMany({ n: 9 });
+        await things.updateMany({ _id: { $in: ["d012", "d042", "d072"] } }, { $set: { "data.ref": "r9" } });
         // The index answered: with no sort, a range comes back in the index's order, not the order of insertion.
         const byIndex = (await things.find({ n: { $gte: 0 } }, { projection: { n: 1 } }).toArray()).map((d) => d.n as number);
         expect(byIndex.filter((n) => typeof n === "number")).toEqual([...byIndex.filter((n) => typeof n === "number")].sort((x, y) => x - y));

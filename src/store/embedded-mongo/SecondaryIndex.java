@@ -17,7 +17,6 @@ import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.KeyValue;
 import de.bwaldvogel.mongo.backend.Missing;
-import de.bwaldvogel.mongo.backend.Utils;
 import de.bwaldvogel.mongo.backend.ValueComparator;
 import de.bwaldvogel.mongo.bson.Document;
 
@@ -50,44 +49,53 @@ final class SecondaryIndex<P> extends Index<P> {
     private final ConcurrentSkipListMap<Entry, P> entries = new ConcurrentSkipListMap<>(this::compare);
     private final ConcurrentHashMap<Object, P> positionsById = new ConcurrentHashMap<>();
 
-    private final String[] keyNames;
-    /** Whether no key is a path into a subdocument (then fields are read directly, see {@link #keysOf}). */
-    private final boolean topLevel;
+    /** Each key's path, split at its dots once (read directly, see {@link #keysOf}). */
+    private final String[][] paths;
+    /** What {@link #valueAt} answers for a path through an array: the library's general path applies. */
+    private static final Object THROUGH_ARRAY = new Object();
 
     SecondaryIndex(String name, List<IndexKey> keys, boolean sparse) {
         super(name, keys, sparse);
         for (IndexKey key : keys) {
             keyComparators.add(key.isAscending() ? ValueComparator.asc() : ValueComparator.desc());
         }
-        keyNames = keys.stream().map(IndexKey::getKey).toArray(String[]::new);
-        topLevel = Arrays.stream(keyNames).noneMatch(n -> n.contains("."));
+        paths = keys.stream().map(key -> key.getKey().split("\\.", -1)).toArray(String[][]::new);
+    }
+
+    /**
+     * The value at {@code path} in {@code document} as the library reads it ({@link Missing} when a step is not a
+     * subdocument), or {@link #THROUGH_ARRAY} when an array is on the way or at its end.
+     */
+    private static Object valueAt(Document document, String[] path) {
+        Object value = document;
+        for (String step : path) {
+            if (!(value instanceof Document subdocument)) {
+                return value instanceof Collection ? THROUGH_ARRAY : Missing.getInstance();
+            }
+            value = subdocument.getOrMissing(step);
+        }
+        return value instanceof Collection ? THROUGH_ARRAY : value;
     }
 
     /**
      * The document's entries' keys, as the library's {@code getKeyValues} gives them (normalized values, one key
-     * per element of an indexed array). Top-level fields without arrays, the usual case, are read directly:
-     * the library's general path splits every key with a regular expression and streams, on every write.
+     * per element of an indexed array). Without arrays, the usual case, the fields are read directly: the
+     * library's general path splits every key with a regular expression and streams, on every write.
      */
     private List<Object[]> keysOf(Document document) {
-        if (topLevel) {
-            List<Object> values = new ArrayList<>(keyNames.length);
-            for (String key : keyNames) {
-                Object value = document.getOrMissing(key);
-                if (value instanceof Collection) {
-                    values = null;
-                    break;
+        List<Object> values = new ArrayList<>(paths.length);
+        for (String[] path : paths) {
+            Object value = valueAt(document, path);
+            if (value == THROUGH_ARRAY) {
+                List<Object[]> all = new ArrayList<>();
+                for (KeyValue key : getKeyValues(document)) {
+                    all.add(key.stream().toArray());
                 }
-                values.add(value);
+                return all;
             }
-            if (values != null) {
-                return List.<Object[]>of(new KeyValue(values).normalized().stream().toArray());
-            }
+            values.add(value);
         }
-        List<Object[]> all = new ArrayList<>();
-        for (KeyValue key : getKeyValues(document)) {
-            all.add(key.stream().toArray());
-        }
-        return all;
+        return List.<Object[]>of(new KeyValue(values).normalized().stream().toArray());
     }
 
     private boolean sameKeys(Document a, Document b) {
@@ -136,9 +144,8 @@ final class SecondaryIndex<P> extends Index<P> {
         if (!isSparse()) {
             return false;
         }
-        for (String key : keyNames) {
-            Object value = topLevel ? document.getOrMissing(key) : Utils.getSubdocumentValue(document, key);
-            if (!(value instanceof Missing)) {
+        for (String[] path : paths) {
+            if (!(valueAt(document, path) instanceof Missing)) {
                 return false;
             }
         }
