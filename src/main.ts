@@ -173,7 +173,26 @@ async function main(): Promise<void> {
   // The embedded database scans the request log for the console's views (87,000 rows, a day at one request a
   // second: about 0.4 to 1.6 s a view), so local development keeps a day of it unless told otherwise.
   const requestLogRetentionDays = embedded && process.env.REQUEST_LOG_RETENTION_DAYS === undefined ? 1 : config.requestLogRetentionDays;
-  const service = await startService({
+  // Signals are handled from here on: one that comes while the service starts stops it once started.
+  let stopping = false;
+  let starting: Promise<RunningService> | undefined;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    try {
+      await (await starting)?.close();
+      await embedded?.stop();
+      process.exit(0);
+    } catch (err) {
+      logger.error({ err }, "shutdown failed");
+      process.exit(1);
+    }
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+
+  starting = startService({
     config: {
       ...config,
       mongodbUri,
@@ -187,25 +206,9 @@ async function main(): Promise<void> {
     },
     logger,
   });
+  const service = await starting;
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "shutting down");
-    try {
-      await service.close();
-      await embedded?.stop();
-      process.exit(0);
-    } catch (err) {
-      logger.error({ err }, "shutdown failed");
-      process.exit(1);
-    }
-  };
-  process.on("SIGINT", () => void stop("SIGINT"));
-  process.on("SIGTERM", () => void stop("SIGTERM"));
-
-  if (config.role !== "worker") {
+  if (!stopping && config.role !== "worker") {
     const demo = credentials ? await ensureDemo(service, credentials, credentialsFile) : undefined;
     process.stdout.write(banner(config, service, demo, consoleToken, tokenNote, demoAdmin));
   }
