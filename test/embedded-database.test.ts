@@ -75,13 +75,14 @@ describe("the embedded database", () => {
       await client.close();
     }
   };
-  /** Reads the sample back as written, and shows the unique index still refuses a duplicate and finds by key. */
+  /** Reads the sample back as written, and shows the unique indexes (_id's too) still refuse a duplicate and find by key. */
   const expectSample = async (uri: string) => {
     const client = await new MongoClient(uri, { promoteLongs: false }).connect();
     try {
       const things = client.db("app").collection("things");
       expect(await things.find().sort({ v: 1 }).toArray()).toEqual(sample());
       await expect(things.insertOne({ v: 1 })).rejects.toMatchObject({ code: 11000 });
+      await expect(things.insertOne({ _id: "a" as never, v: 9 })).rejects.toMatchObject({ code: 11000 });
       expect(await things.findOne({ v: 3, "nested.empty": {} })).toMatchObject({ _id: "c" });
       await things.insertOne({ _id: "d" as never, v: 4 });
       expect(await things.countDocuments()).toBe(4);

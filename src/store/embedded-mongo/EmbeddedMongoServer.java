@@ -157,9 +157,12 @@ public final class EmbeddedMongoServer {
 
                         @Override
                         protected Index<Object> openOrCreateUniqueIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
-                            // Opened with its types first; the library's openMap(name) then finds it open.
-                            BsonStore.openMap(store, getFullCollectionNamespace(collectionName) + "._index_" + indexName);
-                            return super.openOrCreateUniqueIndex(collectionName, indexName, keys, sparse);
+                            // In memory (UniqueIndex); the map a store written before kept the index in is left stale, so removed.
+                            String map = getFullCollectionNamespace(collectionName) + "._index_" + indexName;
+                            if (store.hasMap(map)) {
+                                store.removeMap(map);
+                            }
+                            return new UniqueIndex<>(indexName, keys, sparse);
                         }
 
                         @Override
