@@ -93,7 +93,11 @@ describe("GET /openapi.json", () => {
       { $ref: "#/components/parameters/Service-Signature" },
       expect.objectContaining({ name: "Service-Event", schema: { type: "string", const: "message.delivered" } }),
       { $ref: "#/components/parameters/Service-Delivery" },
+      { $ref: "#/components/parameters/webhook-id" },
+      { $ref: "#/components/parameters/webhook-timestamp" },
+      { $ref: "#/components/parameters/webhook-signature" },
     ]);
+    expect(document.components.parameters["webhook-signature"].description).toContain("Standard Webhooks");
     expect(delivered.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/MessageEvent" });
     expect(document.webhooks["flow.completed"].post.requestBody.content["application/json"].schema).toEqual({
       $ref: "#/components/schemas/FlowCompletedEvent",

@@ -184,7 +184,7 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     await page.check("input[value='message.delivered']");
     await page.click("form button[type=submit]");
     const secret = (await page.textContent("[data-test=secret]"))?.trim() ?? "";
-    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const row = page.locator("tr[data-endpoint-id]");
     await expect.poll(() => row.count()).toBe(1);
     expect(await row.locator("[data-test=secret-hint]").textContent()).toBe(`whsec_${secret.slice(6, 10)}…${secret.slice(-4)}`);

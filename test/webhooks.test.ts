@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebhookEndpointService } from "../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
 import type { EventType } from "../src/events/event-bus.js";
+import { Webhook } from "standardwebhooks";
 import { verifyWebhookSignature } from "../src/webhooks/signature.js";
 import { clientFor, rest } from "./helpers/clients.js";
 import { answerOk, answerStatus, failTimes, startReceiver, type Receiver, type ReceiverBehavior } from "./helpers/receivers.js";
@@ -79,7 +80,7 @@ describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
     const ws = await t.createWorkspace();
     const rcv = await receiver();
     const { webhook_endpoint: ep, secret } = await endpoint(ws, rcv.url);
-    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(ep.secret_hint).toBe(`whsec_${secret.slice(6, 10)}…${secret.slice(-4)}`);
 
     const event = await publish(ws);
@@ -172,6 +173,33 @@ describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
     // An event no enabled endpoint selected has no delivery.
     const unwanted = await publish(ws, "message.failed");
     expect((await consoleRest("GET", `/console/v1/deliveries?event_id=${unwanted._id}`)).json.data).toEqual([]);
+  });
+
+  it("also sends the Standard Webhooks headers, which the standardwebhooks library verifies on every attempt", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver(failTimes(1));
+    // Created over Connect here (REST above): a secret the Standard Webhooks libraries accept, 32 random bytes.
+    const { secret } = await t.console(WebhookEndpointService).createWebhookEndpoint({ workspaceId: ws, name: "standard", url: rcv.url, events: ["message.delivered"] });
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(secret.slice("whsec_".length), "base64")).toHaveLength(32);
+
+    const event = await publish(ws);
+    await eventually(async () => (rcv.requests.length === 2 ? true : undefined));
+    const standard = new Webhook(secret);
+    for (const got of rcv.requests) {
+      const headers = {
+        "webhook-id": got.headers["webhook-id"] as string,
+        "webhook-timestamp": got.headers["webhook-timestamp"] as string,
+        "webhook-signature": got.headers["webhook-signature"] as string,
+      };
+      expect(headers["webhook-id"]).toBe(event._id);
+      expect(headers["webhook-timestamp"]).toBe(/^t=(\d+),/.exec(got.headers["service-signature"] as string)?.[1]);
+      expect(headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+      // Both schemes verify the same request; the spec's header is unchanged beside the new ones.
+      expect(standard.verify(got.body, headers)).toEqual(JSON.parse(got.body));
+      expect(verifyWebhookSignature(got.body, got.headers["service-signature"] as string, secret)).toBe(true);
+      expect(() => standard.verify(`${got.body} `, headers)).toThrow();
+    }
   });
 
   it("retries on the schedule with the same bytes and id, and a fresh signature each time", async () => {
@@ -393,7 +421,7 @@ describe("msgsvc webhooks, deliveries, attempts", () => {
     const rcv = await receiver(answerStatus(500));
     const created = await msgsvc(["webhooks", "create", "--workspace", ws, "--name", "cli", "--url", rcv.url, "--events", "message.delivered,flow.completed"]);
     expect(created.code, created.stderr).toBe(0);
-    const secret = /Signing secret \(shown once, store it now\):\n(whsec_[A-Za-z0-9_-]{43})\n/.exec(created.stdout)?.[1];
+    const secret = /Signing secret \(shown once, store it now\):\n(whsec_[A-Za-z0-9+/]{43}=)\n/.exec(created.stdout)?.[1];
     expect(secret).toBeDefined();
     const id = /(whk_[0-9a-f-]{36})/.exec(created.stdout)?.[1] as string;
 

@@ -428,6 +428,9 @@ function webhookHeaders(type: EventType): JsonObject[] {
     { $ref: "#/components/parameters/Service-Signature" },
     { name: "Service-Event", in: "header", required: true, description: "The event type.", schema: { type: "string", const: type } },
     { $ref: "#/components/parameters/Service-Delivery" },
+    { $ref: "#/components/parameters/webhook-id" },
+    { $ref: "#/components/parameters/webhook-timestamp" },
+    { $ref: "#/components/parameters/webhook-signature" },
   ];
 }
 
@@ -449,6 +452,29 @@ function webhookComponents(): { parameters: JsonObject; responses: JsonObject } 
         required: true,
         description: "The event id: equals the envelope's id and is the same on every retry of the event.",
         schema: { type: "string", format: "uuid" },
+      },
+      // Standard Webhooks (https://www.standardwebhooks.com), sent beside the spec's headers.
+      "webhook-id": {
+        name: "webhook-id",
+        in: "header",
+        required: true,
+        description: "Standard Webhooks: the event id (the same as Service-Delivery).",
+        schema: { type: "string", format: "uuid" },
+      },
+      "webhook-timestamp": {
+        name: "webhook-timestamp",
+        in: "header",
+        required: true,
+        description: "Standard Webhooks: when the attempt was signed, in unix seconds (the same as Service-Signature's t).",
+        schema: { type: "string", pattern: "^\\d+$" },
+      },
+      "webhook-signature": {
+        name: "webhook-signature",
+        in: "header",
+        required: true,
+        description:
+          "Standard Webhooks: `v1,<base64>`, the HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>` keyed with the bytes of the signing secret (the base64 after `whsec_`). Verify it with any Standard Webhooks library.",
+        schema: { type: "string", pattern: "^v1,[A-Za-z0-9+/]{43}=$" },
       },
     },
     responses: {

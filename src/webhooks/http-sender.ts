@@ -2,7 +2,7 @@ import { Agent, request } from "undici";
 import { Semaphore } from "async-mutex";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Clock } from "../shared/clock.js";
-import { signWebhookPayload } from "./signature.js";
+import { signStandardWebhook, signWebhookPayload } from "./signature.js";
 import { blockedLiteral, guardedLookup, type TargetPolicy } from "./target-policy.js";
 
 /** Why an attempt failed (proto messaging.console.v1.AttemptErrorKind, lower case). */
@@ -106,7 +106,9 @@ export function classifyError(err: unknown, timedOut: boolean): AttemptErrorKind
  * followed, and one deadline (`timeoutMs`, spec: 10 s) for the whole answer,
  * headers and body. Each attempt is signed at its start, with the time of
  * `clock` (spec §Webhook signature): Service-Signature `t=<unix s>,v1=<hex>`,
- * Service-Event, Service-Delivery, Content-Type application/json, User-Agent.
+ * Service-Event, Service-Delivery, Content-Type application/json, User-Agent;
+ * and beside them the Standard Webhooks headers webhook-id (the event id),
+ * webhook-timestamp and webhook-signature (`v1,<base64>`).
  * Success is a 2xx whose whole body arrived in time; a 3xx is a failure
  * ("redirect"). Addresses are checked against `policy` after resolution.
  */
@@ -160,6 +162,9 @@ export function createWebhookSender(options: { timeoutMs: number; policy: Target
           "service-signature": signWebhookPayload(req.secret, req.body, timestamp),
           "service-event": req.eventType,
           "service-delivery": req.eventId,
+          "webhook-id": req.eventId,
+          "webhook-timestamp": String(timestamp),
+          "webhook-signature": signStandardWebhook(req.secret, req.eventId, timestamp, req.body),
         },
         body: req.body,
       });

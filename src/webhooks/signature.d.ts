@@ -24,6 +24,13 @@ export declare function computeSignature(secret: string, timestamp: number | str
 export declare function signWebhookPayload(secret: string, rawBody: string | Uint8Array, timestamp: number): string;
 
 /**
+ * The webhook-signature header per Standard Webhooks: `v1,<base64 HMAC-SHA256>`
+ * of `<id>.<timestamp>.<raw body>`, keyed with the base64-decoded secret after
+ * "whsec_". `timestamp` in unix seconds, as in webhook-timestamp.
+ */
+export declare function signStandardWebhook(secret: string, id: string, timestamp: number, rawBody: string | Uint8Array): string;
+
+/**
  * Verifies a delivery (spec §Webhook signature 2-5): `t` finite and within
  * `toleranceSeconds` (default 300) of `now`, some `v1` equal to the expected
  * lowercase hex HMAC-SHA256 of `<t>.<raw body>` (constant-time comparison after

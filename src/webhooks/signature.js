@@ -30,6 +30,18 @@ export function signWebhookPayload(secret, rawBody, timestamp) {
 }
 
 /**
+ * The webhook-signature header of a delivery per the Standard Webhooks
+ * specification (https://www.standardwebhooks.com): `v1,` and the base64
+ * HMAC-SHA256 of `<id>.<timestamp>.<raw body>`, keyed with the secret's bytes
+ * (the base64 after "whsec_"; base64url secrets made before padded base64
+ * decode the same way). Sent beside Service-Signature, never instead.
+ */
+export function signStandardWebhook(secret, id, timestamp, rawBody) {
+  const key = Buffer.from(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret, "base64");
+  return `v1,${createHmac("sha256", key).update(`${id}.${timestamp}.`).update(toBuffer(rawBody)).digest("base64")}`;
+}
+
+/**
  * Verifies a delivery as spec §Webhook signature 2-5 asks: the header holds
  * `t` and at least one `v1`; `t` is a finite number within `toleranceSeconds`
  * (300) of `now` in either direction; some `v1` equals the expected lowercase

@@ -4,12 +4,15 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:
 export const SIGNING_SECRET_PREFIX = "whsec_";
 
 /**
- * Makes a new signing secret: "whsec_" and 43 base64url characters (256
- * random bits). Receivers key their HMAC with the whole string (spec
- * §Webhook signature 3). Shown once, at creation.
+ * Makes a new signing secret: "whsec_" and the standard, padded base64 of
+ * 32 random bytes (44 characters), the form the Standard Webhooks libraries
+ * accept. Service-Signature's HMAC is keyed with the whole string (spec
+ * §Webhook signature 3); webhook-signature's with the decoded bytes. Shown
+ * once, at creation. (Secrets made before were unpadded base64url, which
+ * those libraries refuse.)
  */
 export function generateSigningSecret(): string {
-  return SIGNING_SECRET_PREFIX + randomBytes(32).toString("base64url");
+  return SIGNING_SECRET_PREFIX + randomBytes(32).toString("base64");
 }
 
 /**
