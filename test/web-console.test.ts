@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { CHROMIUM_ARGS, ensureChromium } from "./helpers/chromium.js";
+import { verifyWebhookSignature } from "../src/webhooks/signature.js";
 import { rest } from "./helpers/clients.js";
 import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
 import { answerOk, answerStatus, startReceiver, type Receiver } from "./helpers/receivers.js";
@@ -235,6 +236,22 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     expect(await page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=disabled-reason]`)).toBe("Disabled in the console");
     await page.click(`tr[data-endpoint-id='${endpointId}'] button:has-text("Enable")`);
     await expect.poll(() => page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=enabled]`)).toBe("enabled");
+
+    // Rotating the secret from the page (the old one signs too for 24 h, the first choice): the new one is shown once,
+    // the hint is the new one's, and the next delivery carries a signature for each.
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.click(`tr[data-endpoint-id='${endpointId}'] button:has-text("Rotate secret")`);
+    await expect.poll(async () => (await page.textContent("[data-test=secret]"))?.trim()).not.toBe(secret);
+    const rotated = (await page.textContent("[data-test=secret]"))?.trim() ?? "";
+    expect(rotated).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(await page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=secret-hint]`)).toBe(`whsec_${rotated.slice(6, 10)}…${rotated.slice(-4)}`);
+    expect(await page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=previous-secret]`)).toContain("previous secret signs too until");
+    await t.service.events.publish({ workspaceId, type: "message.delivered", data: { message_id: "msg_rotation" } });
+    const signed = await eventually(async () => receiver.requests[9]);
+    const v1s = (signed.headers["service-signature"] as string).split(",").filter((part) => part.startsWith("v1="));
+    expect(v1s).toHaveLength(2);
+    expect(verifyWebhookSignature(signed.body, signed.headers["service-signature"] as string, rotated)).toBe(true);
+    expect(verifyWebhookSignature(signed.body, signed.headers["service-signature"] as string, secret)).toBe(true);
   });
 
   it("manages console users and shows the audit log", async () => {

@@ -5,7 +5,7 @@ import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
 import type { EventType } from "../src/events/event-bus.js";
 import { Webhook } from "standardwebhooks";
 import { verifyWebhookSignature } from "../src/webhooks/signature.js";
-import { clientFor, rest } from "./helpers/clients.js";
+import { clientFor, grpcJsCall, rest } from "./helpers/clients.js";
 import { answerOk, answerStatus, failTimes, startReceiver, type Receiver, type ReceiverBehavior } from "./helpers/receivers.js";
 import { msgsvc as runMsgsvc, spawnMsgsvc } from "./helpers/messaging.js";
 import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
@@ -202,6 +202,71 @@ describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
     }
   });
 
+  it("rotates the signing secret: the old one signs beside the new one until its end, then stops (REST, gRPC, msgsvc)", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver();
+    const { webhook_endpoint: ep, secret: first } = await endpoint(ws, rcv.url);
+    const signers = (got: { body: string; headers: Record<string, unknown> }) =>
+      [first, second].filter((s) => {
+        try {
+          return verifyWebhookSignature(got.body, got.headers["service-signature"] as string, s);
+        } catch {
+          return false;
+        }
+      });
+
+    // REST: the old secret keeps signing for 1.5 s.
+    const until = new Date(Date.now() + 1500);
+    const rotated = await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:rotateSecret`, { previous_secret_expires_at: until.toISOString() });
+    expect(rotated.status, rotated.text).toBe(200);
+    const second = rotated.json.secret as string;
+    expect(second).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(rotated.json.webhook_endpoint).toMatchObject({ secret_hint: `whsec_${second.slice(6, 10)}…${second.slice(-4)}`, previous_secret_expires_at: until.toISOString() });
+    await publish(ws);
+    const during = await eventually(async () => rcv.requests[0]);
+    expect((during.headers["service-signature"] as string).match(/v1=/g)).toHaveLength(2);
+    expect(signers(during)).toEqual([first, second]);
+    expect((during.headers["webhook-signature"] as string).split(" ")).toHaveLength(2);
+    const headers = Object.fromEntries(["webhook-id", "webhook-timestamp", "webhook-signature"].map((h) => [h, during.headers[h] as string]));
+    for (const s of [first, second]) expect(new Webhook(s).verify(during.body, headers)).toEqual(JSON.parse(during.body));
+
+    // Past its end the old secret no longer signs, and GET says there is none.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, until.getTime() - Date.now() + 50)));
+    await publish(ws);
+    const after = await eventually(async () => rcv.requests[1]);
+    expect(signers(after)).toEqual([second]);
+    expect((await consoleRest("GET", `/console/v1/webhook_endpoints/${ep.id}`)).json.previous_secret_expires_at).toBeNull();
+
+    // gRPC (@grpc/grpc-js): at once (a time already past), so only the newest signs.
+    const overGrpc = await grpcJsCall(`127.0.0.1:${t.service.consolePort}`, WebhookEndpointService.method.rotateWebhookEndpointSecret, {
+      id: ep.id,
+      previousSecretExpiresAt: { seconds: BigInt(Math.floor(Date.now() / 1000) - 1), nanos: 0 },
+    }, { authorization: `Bearer ${TEST_CONSOLE_TOKEN}` });
+    expect(overGrpc.error).toBeUndefined();
+    const third = overGrpc.response!.secret;
+    expect(overGrpc.response!.webhookEndpoint?.previousSecretExpiresAt).toBeUndefined();
+    await publish(ws);
+    const atOnce = await eventually(async () => rcv.requests[2]);
+    expect(verifyWebhookSignature(atOnce.body, atOnce.headers["service-signature"] as string, third)).toBe(true);
+    expect((atOnce.headers["service-signature"] as string).match(/v1=/g)).toHaveLength(1);
+
+    // msgsvc, with the default overlap of 24 hours.
+    const cli = await runMsgsvc(t, ["webhooks", "rotate-secret", ep.id, "--json"]);
+    expect(cli.code, cli.stderr).toBe(0);
+    const printed = JSON.parse(cli.stdout) as { secret: string; webhook_endpoint: { previous_secret_expires_at: string } };
+    expect(printed.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Math.abs(Date.parse(printed.webhook_endpoint.previous_secret_expires_at) - Date.now() - 86_400_000)).toBeLessThan(60_000);
+
+    // Bad input names the field and the rule.
+    const tooLong = await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:rotateSecret`, { previous_secret_expires_at: new Date(Date.now() + 8 * 86_400_000).toISOString() });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.json.error.details.field_violations).toEqual([{ field: "previous_secret_expires_at", description: "must be at most 7 days from now" }]);
+    expect((await consoleRest("POST", `/console/v1/webhook_endpoints/whk_00000000-0000-4000-8000-000000000000:rotateSecret`, {})).status).toBe(404);
+    const badCli = await runMsgsvc(t, ["webhooks", "rotate-secret", ep.id, "--expire-old-in", "soon"]);
+    expect(badCli.code).not.toBe(0);
+    expect(badCli.stderr).toContain("--expire-old-in");
+  });
+
   it("retries on the schedule with the same bytes and id, and a fresh signature each time", async () => {
     const ws = await t.createWorkspace();
     const rcv = await receiver(failTimes(3));
@@ -345,7 +410,12 @@ describe("auto-disable after twenty consecutive failures (spec §States and tran
     await eventually(async () => {
       const res = await consoleRest("GET", `/console/v1/deliveries?endpoint_id=${ep.id}&page_size=100`);
       return res.json.data.length === 15 && res.json.data.every((d: { status: string }) => d.status === "succeeded") ? true : undefined;
-    }, 20_000);
+    }, 20_000).catch(async (err: Error) => {
+      // What was left, to tell a slow machine from a delivery nobody claims.
+      const left = await t.service.db.collection("webhook_deliveries").find({ endpoint_id: ep.id, status: { $ne: "succeeded" } }).toArray();
+      const claimJobs = await t.service.db.collection("jobs").find({ name: { $regex: "^webhooks\\.claim:" } }).toArray();
+      throw new Error(`${err.message}: not succeeded ${JSON.stringify(left)}; claim jobs ${JSON.stringify(claimJobs)}; now ${new Date().toISOString()}`);
+    });
     expect(rcv.requests.filter((r) => r.headers["service-delivery"] === whileDisabled._id)).toHaveLength(0);
     expect(new Set(rcv.requests.map((r) => r.headers["service-delivery"]))).toEqual(ids);
   });

@@ -146,7 +146,17 @@ export class Attempts {
 
   private send(endpoint: EndpointView, delivery: LeasedDelivery["delivery"], body: string): Promise<AttemptOutcome> {
     if (endpoint.secret === undefined) throw new SecretKeyError(endpoint.secretError ?? "no signing secret");
-    return this.o.sender.send({ url: endpoint.url, secret: endpoint.secret, body, eventType: delivery.event_type, eventId: delivery.event_id, urgent: true });
+    // A rotated secret signs too until its end (checked now: the endpoint may have been read up to a second ago).
+    const previous = endpoint.previousSecret && endpoint.previousSecret.until.getTime() > this.o.clock.now().getTime() ? endpoint.previousSecret.secret : undefined;
+    return this.o.sender.send({
+      url: endpoint.url,
+      secret: endpoint.secret,
+      ...(previous !== undefined ? { previousSecret: previous } : {}),
+      body,
+      eventType: delivery.event_type,
+      eventId: delivery.event_id,
+      urgent: true,
+    });
   }
 
   /** Ends a lease without an attempt: the delivery waits (`disabled`) or ends (`canceled`). */

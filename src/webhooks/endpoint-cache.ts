@@ -16,6 +16,8 @@ export interface EndpointView {
   /** The signing secret; undefined when it does not decrypt (see secretError). */
   secret: string | undefined;
   secretError: string | undefined;
+  /** The secret the last rotation replaced, and until when it verifies; undefined when none (or it does not decrypt). */
+  previousSecret: { secret: string; until: Date } | undefined;
 }
 
 /** How long an endpoint read from the database is used before it is read again, in ms. */
@@ -46,6 +48,15 @@ export class EndpointCache {
       if (!(err instanceof SecretKeyError)) throw err;
       secretError = err.message;
     }
+    let previousSecret: EndpointView["previousSecret"];
+    if (record.previous_secret && record.previous_secret_expires_at) {
+      try {
+        previousSecret = { secret: decryptSecret(this.secretKey, record.previous_secret, record._id), until: record.previous_secret_expires_at };
+      } catch (err) {
+        // The current secret signs on its own; its own error, if any, is reported as secretError.
+        if (!(err instanceof SecretKeyError)) throw err;
+      }
+    }
     return {
       id: record._id,
       workspaceId: record.workspace_id,
@@ -57,6 +68,7 @@ export class EndpointCache {
       createdAt: record.created_at,
       secret,
       secretError,
+      previousSecret,
     };
   }
 

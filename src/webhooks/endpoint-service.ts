@@ -1,11 +1,12 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { WebhookEndpointSchema, type WebhookEndpointService } from "../../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { requireWorkspaceAccess } from "../console/console-access.js";
 import { requireWorkspace } from "../console/workspace-service.js";
 import { readUpdate } from "../gateway/validation.js";
-import { apiError, notFound, violationsError } from "../shared/errors.js";
+import { apiError, invalidArgument, notFound, violationsError } from "../shared/errors.js";
+import type { Clock } from "../shared/clock.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
 import type { Dispatcher } from "./dispatcher.js";
 import { MAX_ENDPOINTS_PER_WORKSPACE, type EndpointRecord, type EndpointStore } from "./endpoint-store.js";
@@ -13,8 +14,14 @@ import { checkEndpointUrl, type TargetPolicy } from "./target-policy.js";
 
 const ts = (date: Date | null) => (date ? timestampFromDate(date) : undefined);
 
-/** The console form of an endpoint: never the secret, only its hint. */
-export function endpointToProto(r: EndpointRecord): MessageInitShape<typeof WebhookEndpointSchema> {
+/** Longest overlap of a rotated signing secret with its successor, in ms (as for API keys). */
+export const MAX_ROTATION_OVERLAP_MS = 7 * 86_400_000;
+/** Overlap of a rotated signing secret when none is given, in ms. */
+export const DEFAULT_ROTATION_OVERLAP_MS = 86_400_000;
+
+/** The console form of an endpoint at `now`: never the secret, only its hint. */
+export function endpointToProto(r: EndpointRecord, now = new Date()): MessageInitShape<typeof WebhookEndpointSchema> {
+  const previousUntil = r.previous_secret_expires_at && r.previous_secret_expires_at.getTime() > now.getTime() ? r.previous_secret_expires_at : null;
   return {
     id: r._id,
     object: "webhook",
@@ -31,6 +38,7 @@ export function endpointToProto(r: EndpointRecord): MessageInitShape<typeof Webh
     lastFailureAt: ts(r.last_failure_at),
     createdAt: ts(r.created_at),
     updatedAt: ts(r.updated_at),
+    previousSecretExpiresAt: ts(previousUntil),
   };
 }
 
@@ -51,18 +59,20 @@ const UPDATABLE = ["name", "url", "events"] as const;
  * endpoint, §States and transitions). Create validates every field at once
  * (name 1 to 200 characters; URL by checkEndpointUrl; events at least one of
  * the spec's types, no repeats; at most MAX_ENDPOINTS_PER_WORKSPACE per
- * workspace) and answers the secret once. Enable resumes the deliveries
+ * workspace) and answers the secret once; a rotation answers the new one
+ * once and keeps the old one verifying for an overlap. Enable resumes the deliveries
  * paused while disabled; disable keeps the first reason; delete cancels the
  * pending deliveries. Changes reach the engine of this process at once and
  * other processes within a second.
  */
 export function createEndpointService(deps: {
   endpoints: EndpointStore;
+  clock: Clock;
   workspaces: WorkspaceStore;
   dispatcher: Dispatcher;
   policy: TargetPolicy;
 }): Partial<ServiceImpl<typeof WebhookEndpointService>> {
-  const { endpoints, workspaces, dispatcher, policy } = deps;
+  const { endpoints, workspaces, dispatcher, policy, clock } = deps;
   const changed = (r: EndpointRecord) => dispatcher.cache.invalidate(r._id, r.workspace_id);
 
   return {
@@ -91,7 +101,7 @@ export function createEndpointService(deps: {
       await requireWorkspace(workspaces, req.workspaceId);
       requireWorkspaceAccess(context, req.workspaceId, "read");
       const page = await endpoints.list(req.workspaceId, req);
-      return { object: "list", data: page.items.map(endpointToProto), total: page.total, nextPageToken: page.nextPageToken };
+      return { object: "list", data: page.items.map((r) => endpointToProto(r)), total: page.total, nextPageToken: page.nextPageToken };
     },
     async updateWebhookEndpoint(req, context) {
       const input = req.webhookEndpoint ?? create(WebhookEndpointSchema);
@@ -127,6 +137,17 @@ export function createEndpointService(deps: {
       if (!record) throw notFound("webhook_endpoint", req.id);
       changed(record);
       return { webhookEndpoint: endpointToProto(record) };
+    },
+    async rotateWebhookEndpointSecret(req, context) {
+      const existing = await requireEndpoint(endpoints, req.id);
+      requireWorkspaceAccess(context, existing.workspace_id, "write");
+      const now = clock.now();
+      const until = req.previousSecretExpiresAt ? timestampDate(req.previousSecretExpiresAt) : new Date(now.getTime() + DEFAULT_ROTATION_OVERLAP_MS);
+      if (until.getTime() > now.getTime() + MAX_ROTATION_OVERLAP_MS) throw invalidArgument("previous_secret_expires_at", "must be at most 7 days from now");
+      const rotated = await endpoints.rotateSecret(existing._id, until);
+      if (!rotated) throw apiError("conflict", "The endpoint changed while its secret was rotated (deleted or rotated at the same time); read it and try again", { endpoint_id: existing._id });
+      changed(rotated.record);
+      return { webhookEndpoint: endpointToProto(rotated.record, now), secret: rotated.secret };
     },
     async deleteWebhookEndpoint(req, context) {
       const existing = await requireEndpoint(endpoints, req.id);

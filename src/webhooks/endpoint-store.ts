@@ -20,6 +20,10 @@ export interface EndpointRecord {
   secret: EncryptedSecret;
   /** whsec_ prefix, first four characters, ellipsis, last four. */
   secret_hint: string;
+  /** The secret the last rotation replaced, encrypted, while it keeps verifying; absent or null otherwise. */
+  previous_secret?: EncryptedSecret | null;
+  /** Until when previous_secret is used; absent or null when there is none. */
+  previous_secret_expires_at?: Date | null;
   enabled: boolean;
   /** Why it was disabled; null while enabled. */
   disabled_reason: string | null;
@@ -58,6 +62,13 @@ export interface EndpointStore {
   disable(id: string, reason: string): Promise<EndpointRecord | null>;
   /** Deletes; false when unknown. */
   delete(id: string): Promise<boolean>;
+  /**
+   * Replaces the signing secret with a new one; the replaced one stays as
+   * previous_secret until `previousUntil` (none when null or not after now;
+   * an older previous secret ends at once). Null when unknown, or when the
+   * secret changed meanwhile (a rotation at the same time).
+   */
+  rotateSecret(id: string, previousUntil: Date | null): Promise<{ record: EndpointRecord; secret: string } | null>;
   /**
    * Counts `failures` (in the order they happened) against an enabled
    * endpoint with compare-and-set updates of its count, so that concurrent
@@ -124,6 +135,28 @@ export function createEndpointStore(db: Db, clock: Clock, secretKey: Buffer): En
     },
     async delete(id) {
       return (await collection.deleteOne({ _id: id })).deletedCount === 1;
+    },
+    async rotateSecret(id, previousUntil) {
+      const existing = await collection.findOne({ _id: id });
+      if (!existing) return null;
+      const secret = generateSigningSecret();
+      const now = clock.now();
+      const keeps = previousUntil !== null && previousUntil.getTime() > now.getTime();
+      // Compare-and-set on the secret read: of two rotations at once, one wins and the other is told.
+      const record = await collection.findOneAndUpdate(
+        { _id: id, "secret.ciphertext": existing.secret.ciphertext },
+        {
+          $set: {
+            secret: encryptSecret(secretKey, secret, id),
+            secret_hint: secretHint(secret),
+            previous_secret: keeps ? existing.secret : null,
+            previous_secret_expires_at: keeps ? previousUntil : null,
+            updated_at: now,
+          },
+        },
+        after,
+      );
+      return record ? { record, secret } : null;
     },
     async countFailures(id, failures) {
       const last = failures[failures.length - 1];

@@ -2,7 +2,7 @@ import { Agent, request } from "undici";
 import { Semaphore } from "async-mutex";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Clock } from "../shared/clock.js";
-import { signStandardWebhook, signWebhookPayload } from "./signature.js";
+import { computeSignature, signStandardWebhook } from "./signature.js";
 import { blockedLiteral, guardedLookup, type TargetPolicy } from "./target-policy.js";
 
 /** Why an attempt failed (proto messaging.console.v1.AttemptErrorKind, lower case). */
@@ -39,6 +39,8 @@ export interface WebhookRequest {
   body: string;
   /** Signing secret of the endpoint (whsec_…). */
   secret: string;
+  /** The secret its last rotation replaced, while it still verifies: the attempt is signed with it too. */
+  previousSecret?: string;
   /** Event type, for Service-Event. */
   eventType: string;
   /** Event id, for Service-Delivery. */
@@ -105,7 +107,8 @@ export function classifyError(err: unknown, timedOut: boolean): AttemptErrorKind
  * 64 each), at most 512 attempts in flight per process, no redirects
  * followed, and one deadline (`timeoutMs`, spec: 10 s) for the whole answer,
  * headers and body. Each attempt is signed at its start, with the time of
- * `clock` (spec §Webhook signature): Service-Signature `t=<unix s>,v1=<hex>`,
+ * `clock` (spec §Webhook signature): Service-Signature `t=<unix s>,v1=<hex>`
+ * (a second v1 while a rotated secret still verifies),
  * Service-Event, Service-Delivery, Content-Type application/json, User-Agent;
  * and beside them the Standard Webhooks headers webhook-id (the event id),
  * webhook-timestamp and webhook-signature (`v1,<base64>`).
@@ -149,6 +152,7 @@ export function createWebhookSender(options: { timeoutMs: number; policy: Target
     }, timeoutMs);
     try {
       const timestamp = Math.floor(startedAt.getTime() / 1000);
+      const secrets = req.previousSecret === undefined ? [req.secret] : [req.secret, req.previousSecret];
       const res = await request(url, {
         method: "POST",
         dispatcher: agent,
@@ -159,12 +163,13 @@ export function createWebhookSender(options: { timeoutMs: number; policy: Target
         headers: {
           "content-type": "application/json",
           "user-agent": USER_AGENT,
-          "service-signature": signWebhookPayload(req.secret, req.body, timestamp),
+          // One signature per valid secret, the current one first (Stripe's v1s; Standard Webhooks' list).
+          "service-signature": `t=${timestamp},${secrets.map((secret) => `v1=${computeSignature(secret, timestamp, req.body)}`).join(",")}`,
           "service-event": req.eventType,
           "service-delivery": req.eventId,
           "webhook-id": req.eventId,
           "webhook-timestamp": String(timestamp),
-          "webhook-signature": signStandardWebhook(req.secret, req.eventId, timestamp, req.body),
+          "webhook-signature": secrets.map((secret) => signStandardWebhook(secret, req.eventId, timestamp, req.body)).join(" "),
         },
         body: req.body,
       });

@@ -55,7 +55,7 @@ export function createWebhooksCapability(platform: Platform): Capability {
     name: "webhooks",
     publicServices: [registerService(WebhookService, createWebhookService(endpoints))],
     consoleServices: [
-      registerService(WebhookEndpointService, createEndpointService({ endpoints, workspaces, dispatcher, policy })),
+      registerService(WebhookEndpointService, createEndpointService({ endpoints, workspaces, dispatcher, policy, clock })),
       registerService(DeliveryService, createDeliveryService({ store, endpoints, events, dispatcher })),
     ],
     async ensureIndexes() {

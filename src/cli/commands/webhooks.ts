@@ -1,10 +1,12 @@
-import { Command } from "commander";
+import { Command, Option } from "commander";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import ms from "ms";
 import { WebhookEndpointSchema, ListWebhookEndpointsResponseSchema, WebhookEndpointService } from "../../../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
 import { splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
 import { webhookListenCommand } from "./webhook-listen.js";
 
-/** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete, listen. */
+/** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete, rotate-secret, listen. */
 export function webhookCommands(ctx: CliContext): Command {
   const columns = ["id", "name", "url", "events", "enabled", "consecutive_failures", "last_success_at", "disabled_reason"];
   const client = () => ctx.client(WebhookEndpointService);
@@ -83,6 +85,28 @@ export function webhookCommands(ctx: CliContext): Command {
       await client().deleteWebhookEndpoint({ id });
       if (o.json) ctx.printJson({ id, deleted: true });
       else ctx.say(`deleted ${id}`, false);
+    });
+  webhooks
+    .command("rotate-secret <id>")
+    .description("make a new signing secret for an endpoint; prints it once; the old one keeps verifying for a while")
+    .addOption(new Option("--expire-old-in <duration>", "how long the current secret keeps verifying: 0, 30m, 24h, up to 7d").default("24h"))
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { expireOldIn: string; json?: boolean }) => {
+      const overlap = o.expireOldIn === "0" ? 0 : ms(o.expireOldIn as ms.StringValue);
+      if (typeof overlap !== "number" || Number.isNaN(overlap) || overlap < 0) {
+        throw new UsageError(`--expire-old-in: must be a duration such as 0, 30m, 24h or 7d, got ${JSON.stringify(o.expireOldIn)}`);
+      }
+      const res = await client().rotateWebhookEndpointSecret({ id, previousSecretExpiresAt: timestampFromDate(new Date(Date.now() + overlap)) });
+      const endpoint = toRestJson(WebhookEndpointSchema, res.webhookEndpoint!);
+      if (o.json) return ctx.printJson({ webhook_endpoint: endpoint, secret: res.secret });
+      ctx.print(WebhookEndpointSchema, res.webhookEndpoint!, [...columns, "secret_hint", "previous_secret_expires_at"], false);
+      ctx.say(`\nSigning secret (shown once, store it now):\n${res.secret}`, false);
+      ctx.say(
+        endpoint.previous_secret_expires_at
+          ? `Deliveries are signed with the old secret too until ${String(endpoint.previous_secret_expires_at)}.`
+          : "The old secret no longer signs deliveries.",
+        false,
+      );
     });
   webhooks.addCommand(webhookListenCommand(ctx));
   return webhooks;

@@ -226,10 +226,34 @@ async function renderKeys(body) {
   );
 }
 
+/** How long an old secret keeps working once replaced: a select of 0, 1 h, 24 h, 7 d (in ms), `chosen` first selected. */
+function overlapSelect(testId, chosen) {
+  return el("select", { "aria-label": "Old secret works for", "data-test": testId },
+    [["0", "old stops now"], ["3600000", "old works 1 h"], ["86400000", "old works 24 h"], ["604800000", "old works 7 d"]].map(([v, label]) =>
+      el("option", { value: v, ...(v === chosen ? { selected: "" } : {}) }, label)));
+}
+
+/** "Rotate secret" of a webhook endpoint, with how long the old secret keeps signing (24 h first); the new one is shown once. */
+function rotateControl(endpoint, body) {
+  const overlap = overlapSelect("rotate-overlap", "86400000");
+  const rotate = async () => {
+    const ms = Number(overlap.value);
+    const question = `Rotate the signing secret of "${endpoint.name}"? Deliveries are signed with a new secret; the current one ${ms === 0 ? "stops at once" : `signs them too until ${new Date(Date.now() + ms).toLocaleString()}`}.`;
+    if (!confirmed(question)) return;
+    try {
+      const rotated = await api("POST", `/console/v1/webhook_endpoints/${endpoint.id}:rotateSecret`, { previous_secret_expires_at: new Date(Date.now() + ms).toISOString() });
+      await renderWebhooks(body);
+      body.prepend(secretPanel(`Secret of "${endpoint.name}" rotated. Copy the new signing secret now: it is shown once.`, rotated.secret));
+    } catch (err) {
+      body.prepend(errorLine(err));
+    }
+  };
+  return el("span", { class: "roll" }, overlap, el("button", { onclick: rotate }, "Rotate secret"));
+}
+
 /** "Roll" with how long the old secret keeps working; the new secret is shown once above the table. */
 function rollControl(key, body) {
-  const overlap = el("select", { "aria-label": "Old secret works for", "data-test": "roll-overlap" },
-    [["0", "old stops now"], ["3600000", "old works 1 h"], ["86400000", "old works 24 h"], ["604800000", "old works 7 d"]].map(([v, label]) => el("option", { value: v }, label)));
+  const overlap = overlapSelect("roll-overlap", "0");
   const roll = async () => {
     const ms = Number(overlap.value);
     const question = `Roll the key "${key.name}"? It gets a new secret; the current one ${ms === 0 ? "stops working at once" : `keeps working until ${new Date(Date.now() + ms).toLocaleString()}`}.`;
@@ -274,7 +298,8 @@ async function renderWebhooks(body) {
       "tr",
       { "data-endpoint-id": e.id },
       el("td", {}, e.name, el("div", { class: "mono muted" }, e.url)),
-      el("td", { class: "mono", "data-test": "secret-hint" }, e.secret_hint),
+      el("td", {}, el("span", { class: "mono", "data-test": "secret-hint" }, e.secret_hint),
+        e.previous_secret_expires_at ? el("div", { class: "muted", "data-test": "previous-secret" }, `previous secret signs too until ${when(e.previous_secret_expires_at)}`) : null),
       el("td", {}, e.events.join(", ")),
       el("td", {},
         el("span", { class: `badge ${e.enabled ? "ok" : "bad"}`, "data-test": "enabled" }, e.enabled ? "enabled" : "disabled"),
@@ -285,7 +310,8 @@ async function renderWebhooks(body) {
         el("a", { href: `#webhooks/${e.id}` }, "Deliveries"), " ",
         canEdit ? (e.enabled
           ? el("button", { class: "danger", onclick: act(`/console/v1/webhook_endpoints/${e.id}:disable`, { reason: "" }, `Disable the endpoint "${e.name}"? Its deliveries wait until it is enabled again.`) }, "Disable")
-          : el("button", { onclick: act(`/console/v1/webhook_endpoints/${e.id}:enable`) }, "Enable")) : null),
+          : el("button", { onclick: act(`/console/v1/webhook_endpoints/${e.id}:enable`) }, "Enable")) : null,
+        canEdit ? [" ", rotateControl(e, body)] : null),
     ),
   );
   const endpointId = location.hash.slice(1).split("?")[0].split("/")[1];

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file messaging/console/v1/webhook_endpoints.proto.
  */
 export const file_messaging_console_v1_webhook_endpoints: GenFile = /*@__PURE__*/
-  fileDesc("CixtZXNzYWdpbmcvY29uc29sZS92MS93ZWJob29rX2VuZHBvaW50cy5wcm90bxIUbWVzc2FnaW5nLmNvbnNvbGUudjEiqAUKD1dlYmhvb2tFbmRwb2ludBIPCgJpZBgBIAEoCUID4EEIEhMKBm9iamVjdBgCIAEoCUID4EEDEhkKDHdvcmtzcGFjZV9pZBgDIAEoCUID4EEFEh8KBG5hbWUYBCABKAlCEeBBAbpIC3IJ4LUYARABGMgBEhAKA3VybBgFIAEoCUID4EEBEhgKC3NlY3JldF9oaW50GAYgASgJQgPgQQMSggEKBmV2ZW50cxgHIAMoCUJy4EEBukhskgFpCAEYASJjcmFSDG1lc3NhZ2Uuc2VudFIRbWVzc2FnZS5kZWxpdmVyZWRSDG1lc3NhZ2UucmVhZFIObWVzc2FnZS5mYWlsZWRSEG1lc3NhZ2UucmVjZWl2ZWRSDmZsb3cuY29tcGxldGVkEhQKB2VuYWJsZWQYCCABKAhCA+BBAxIhCg9kaXNhYmxlZF9yZWFzb24YCSABKAlCA+BBA0gAiAEBEjQKC2Rpc2FibGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEiEKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGAsgASgFQgPgQQMSOAoPbGFzdF9zdWNjZXNzX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjgKD2xhc3RfZmFpbHVyZV9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIzCgpjcmVhdGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjMKCnVwZGF0ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQNCEgoQX2Rpc2FibGVkX3JlYXNvbiLxAQocQ3JlYXRlV2ViaG9va0VuZHBvaW50UmVxdWVzdBIZCgx3b3Jrc3BhY2VfaWQYASABKAlCA+BBAhIfCgRuYW1lGAIgASgJQhHgQQK6SAtyCeC1GAEQARjIARIQCgN1cmwYAyABKAlCA+BBARKCAQoGZXZlbnRzGAQgAygJQnLgQQK6SGySAWkIARgBImNyYVIMbWVzc2FnZS5zZW50UhFtZXNzYWdlLmRlbGl2ZXJlZFIMbWVzc2FnZS5yZWFkUg5tZXNzYWdlLmZhaWxlZFIQbWVzc2FnZS5yZWNlaXZlZFIOZmxvdy5jb21wbGV0ZWQicAodQ3JlYXRlV2ViaG9va0VuZHBvaW50UmVzcG9uc2USPwoQd2ViaG9va19lbmRwb2ludBgBIAEoCzIlLm1lc3NhZ2luZy5jb25zb2xlLnYxLldlYmhvb2tFbmRwb2ludBIOCgZzZWNyZXQYAiABKAkiLAoZR2V0V2ViaG9va0VuZHBvaW50UmVxdWVzdBIPCgJpZBgBIAEoCUID4EECIl0KGkdldFdlYmhvb2tFbmRwb2ludFJlc3BvbnNlEj8KEHdlYmhvb2tfZW5kcG9pbnQYASABKAsyJS5tZXNzYWdpbmcuY29uc29sZS52MS5XZWJob29rRW5kcG9pbnQicAobTGlzdFdlYmhvb2tFbmRwb2ludHNSZXF1ZXN0EhkKDHdvcmtzcGFjZV9pZBgBIAEoCUID4EECEh0KCXBhZ2Vfc2l6ZRgCIAEoBUIK4EEBukgEGgIoABIXCgpwYWdlX3Rva2VuGAMgASgJQgPgQQEipAEKHExpc3RXZWJob29rRW5kcG9pbnRzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEjMKBGRhdGEYAiADKAsyJS5tZXNzYWdpbmcuY29uc29sZS52MS5XZWJob29rRW5kcG9pbnQSDQoFdG90YWwYAyABKAUSHAoPbmV4dF9wYWdlX3Rva2VuGAQgASgJSACIAQFCEgoQX25leHRfcGFnZV90b2tlbiKgAQocVXBkYXRlV2ViaG9va0VuZHBvaW50UmVxdWVzdBJKChB3ZWJob29rX2VuZHBvaW50GAEgASgLMiUubWVzc2FnaW5nLmNvbnNvbGUudjEuV2ViaG9va0VuZHBvaW50QgngQQK6SAPYAQMSNAoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrQgPgQQEiYAodVXBkYXRlV2ViaG9va0VuZHBvaW50UmVzcG9uc2USPwoQd2ViaG9va19lbmRwb2ludBgBIAEoCzIlLm1lc3NhZ2luZy5jb25zb2xlLnYxLldlYmhvb2tFbmRwb2ludCIvChxFbmFibGVXZWJob29rRW5kcG9pbnRSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiYAodRW5hYmxlV2ViaG9va0VuZHBvaW50UmVzcG9uc2USPwoQd2ViaG9va19lbmRwb2ludBgBIAEoCzIlLm1lc3NhZ2luZy5jb25zb2xlLnYxLldlYmhvb2tFbmRwb2ludCJNCh1EaXNhYmxlV2ViaG9va0VuZHBvaW50UmVxdWVzdBIPCgJpZBgBIAEoCUID4EECEhsKBnJlYXNvbhgCIAEoCUIL4EEBukgFcgMY9AMiYQoeRGlzYWJsZVdlYmhvb2tFbmRwb2ludFJlc3BvbnNlEj8KEHdlYmhvb2tfZW5kcG9pbnQYASABKAsyJS5tZXNzYWdpbmcuY29uc29sZS52MS5XZWJob29rRW5kcG9pbnQiLwocRGVsZXRlV2ViaG9va0VuZHBvaW50UmVxdWVzdBIPCgJpZBgBIAEoCUID4EECIh8KHURlbGV0ZVdlYmhvb2tFbmRwb2ludFJlc3BvbnNlMoULChZXZWJob29rRW5kcG9pbnRTZXJ2aWNlEsQBChVDcmVhdGVXZWJob29rRW5kcG9pbnQSMi5tZXNzYWdpbmcuY29uc29sZS52MS5DcmVhdGVXZWJob29rRW5kcG9pbnRSZXF1ZXN0GjMubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlYXRlV2ViaG9va0VuZHBvaW50UmVzcG9uc2UiQoLT5JMCPDoBKiI3L2NvbnNvbGUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS93ZWJob29rX2VuZHBvaW50cxK1AQoSR2V0V2ViaG9va0VuZHBvaW50Ei8ubWVzc2FnaW5nLmNvbnNvbGUudjEuR2V0V2ViaG9va0VuZHBvaW50UmVxdWVzdBowLm1lc3NhZ2luZy5jb25zb2xlLnYxLkdldFdlYmhvb2tFbmRwb2ludFJlc3BvbnNlIjyC0+STAjZiEHdlYmhvb2tfZW5kcG9pbnQSIi9jb25zb2xlL3YxL3dlYmhvb2tfZW5kcG9pbnRzL3tpZH0SvgEKFExpc3RXZWJob29rRW5kcG9pbnRzEjEubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdFdlYmhvb2tFbmRwb2ludHNSZXF1ZXN0GjIubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdFdlYmhvb2tFbmRwb2ludHNSZXNwb25zZSI/gtPkkwI5EjcvY29uc29sZS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3dlYmhvb2tfZW5kcG9pbnRzEuEBChVVcGRhdGVXZWJob29rRW5kcG9pbnQSMi5tZXNzYWdpbmcuY29uc29sZS52MS5VcGRhdGVXZWJob29rRW5kcG9pbnRSZXF1ZXN0GjMubWVzc2FnaW5nLmNvbnNvbGUudjEuVXBkYXRlV2ViaG9va0VuZHBvaW50UmVzcG9uc2UiX4LT5JMCWToQd2ViaG9va19lbmRwb2ludGIQd2ViaG9va19lbmRwb2ludDIzL2NvbnNvbGUvdjEvd2ViaG9va19lbmRwb2ludHMve3dlYmhvb2tfZW5kcG9pbnQuaWR9EsgBChVFbmFibGVXZWJob29rRW5kcG9pbnQSMi5tZXNzYWdpbmcuY29uc29sZS52MS5FbmFibGVXZWJob29rRW5kcG9pbnRSZXF1ZXN0GjMubWVzc2FnaW5nLmNvbnNvbGUudjEuRW5hYmxlV2ViaG9va0VuZHBvaW50UmVzcG9uc2UiRoLT5JMCQDoBKmIQd2ViaG9va19lbmRwb2ludCIpL2NvbnNvbGUvdjEvd2ViaG9va19lbmRwb2ludHMve2lkfTplbmFibGUSzAEKFkRpc2FibGVXZWJob29rRW5kcG9pbnQSMy5tZXNzYWdpbmcuY29uc29sZS52MS5EaXNhYmxlV2ViaG9va0VuZHBvaW50UmVxdWVzdBo0Lm1lc3NhZ2luZy5jb25zb2xlLnYxLkRpc2FibGVXZWJob29rRW5kcG9pbnRSZXNwb25zZSJHgtPkkwJBOgEqYhB3ZWJob29rX2VuZHBvaW50IiovY29uc29sZS92MS93ZWJob29rX2VuZHBvaW50cy97aWR9OmRpc2FibGUSrAEKFURlbGV0ZVdlYmhvb2tFbmRwb2ludBIyLm1lc3NhZ2luZy5jb25zb2xlLnYxLkRlbGV0ZVdlYmhvb2tFbmRwb2ludFJlcXVlc3QaMy5tZXNzYWdpbmcuY29uc29sZS52MS5EZWxldGVXZWJob29rRW5kcG9pbnRSZXNwb25zZSIqgtPkkwIkKiIvY29uc29sZS92MS93ZWJob29rX2VuZHBvaW50cy97aWR9YgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_messaging_v1_field_rules]);
+  fileDesc("CixtZXNzYWdpbmcvY29uc29sZS92MS93ZWJob29rX2VuZHBvaW50cy5wcm90bxIUbWVzc2FnaW5nLmNvbnNvbGUudjEi7QUKD1dlYmhvb2tFbmRwb2ludBIPCgJpZBgBIAEoCUID4EEIEhMKBm9iamVjdBgCIAEoCUID4EEDEhkKDHdvcmtzcGFjZV9pZBgDIAEoCUID4EEFEh8KBG5hbWUYBCABKAlCEeBBAbpIC3IJ4LUYARABGMgBEhAKA3VybBgFIAEoCUID4EEBEhgKC3NlY3JldF9oaW50GAYgASgJQgPgQQMSggEKBmV2ZW50cxgHIAMoCUJy4EEBukhskgFpCAEYASJjcmFSDG1lc3NhZ2Uuc2VudFIRbWVzc2FnZS5kZWxpdmVyZWRSDG1lc3NhZ2UucmVhZFIObWVzc2FnZS5mYWlsZWRSEG1lc3NhZ2UucmVjZWl2ZWRSDmZsb3cuY29tcGxldGVkEhQKB2VuYWJsZWQYCCABKAhCA+BBAxIhCg9kaXNhYmxlZF9yZWFzb24YCSABKAlCA+BBA0gAiAEBEjQKC2Rpc2FibGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEiEKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGAsgASgFQgPgQQMSOAoPbGFzdF9zdWNjZXNzX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjgKD2xhc3RfZmFpbHVyZV9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIzCgpjcmVhdGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjMKCnVwZGF0ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSQwoacHJldmlvdXNfc2VjcmV0X2V4cGlyZXNfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQNCEgoQX2Rpc2FibGVkX3JlYXNvbiLxAQocQ3JlYXRlV2ViaG9va0VuZHBvaW50UmVxdWVzdBIZCgx3b3Jrc3BhY2VfaWQYASABKAlCA+BBAhIfCgRuYW1lGAIgASgJQhHgQQK6SAtyCeC1GAEQARjIARIQCgN1cmwYAyABKAlCA+BBARKCAQoGZXZlbnRzGAQgAygJQnLgQQK6SGySAWkIARgBImNyYVIMbWVzc2FnZS5zZW50UhFtZXNzYWdlLmRlbGl2ZXJlZFIMbWVzc2FnZS5yZWFkUg5tZXNzYWdlLmZhaWxlZFIQbWVzc2FnZS5yZWNlaXZlZFIOZmxvdy5jb21wbGV0ZWQicAodQ3JlYXRlV2ViaG9va0VuZHBvaW50UmVzcG9uc2USPwoQd2ViaG9va19lbmRwb2ludBgBIAEoCzIlLm1lc3NhZ2luZy5jb25zb2xlLnYxLldlYmhvb2tFbmRwb2ludBIOCgZzZWNyZXQYAiABKAkiegoiUm90YXRlV2ViaG9va0VuZHBvaW50U2VjcmV0UmVxdWVzdBIPCgJpZBgBIAEoCUID4EECEkMKGnByZXZpb3VzX3NlY3JldF9leHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEBInYKI1JvdGF0ZVdlYmhvb2tFbmRwb2ludFNlY3JldFJlc3BvbnNlEj8KEHdlYmhvb2tfZW5kcG9pbnQYASABKAsyJS5tZXNzYWdpbmcuY29uc29sZS52MS5XZWJob29rRW5kcG9pbnQSDgoGc2VjcmV0GAIgASgJIiwKGUdldFdlYmhvb2tFbmRwb2ludFJlcXVlc3QSDwoCaWQYASABKAlCA+BBAiJdChpHZXRXZWJob29rRW5kcG9pbnRSZXNwb25zZRI/ChB3ZWJob29rX2VuZHBvaW50GAEgASgLMiUubWVzc2FnaW5nLmNvbnNvbGUudjEuV2ViaG9va0VuZHBvaW50InAKG0xpc3RXZWJob29rRW5kcG9pbnRzUmVxdWVzdBIZCgx3b3Jrc3BhY2VfaWQYASABKAlCA+BBAhIdCglwYWdlX3NpemUYAiABKAVCCuBBAbpIBBoCKAASFwoKcGFnZV90b2tlbhgDIAEoCUID4EEBIqQBChxMaXN0V2ViaG9va0VuZHBvaW50c1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIzCgRkYXRhGAIgAygLMiUubWVzc2FnaW5nLmNvbnNvbGUudjEuV2ViaG9va0VuZHBvaW50Eg0KBXRvdGFsGAMgASgFEhwKD25leHRfcGFnZV90b2tlbhgEIAEoCUgAiAEBQhIKEF9uZXh0X3BhZ2VfdG9rZW4ioAEKHFVwZGF0ZVdlYmhvb2tFbmRwb2ludFJlcXVlc3QSSgoQd2ViaG9va19lbmRwb2ludBgBIAEoCzIlLm1lc3NhZ2luZy5jb25zb2xlLnYxLldlYmhvb2tFbmRwb2ludEIJ4EECukgD2AEDEjQKC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFza0ID4EEBImAKHVVwZGF0ZVdlYmhvb2tFbmRwb2ludFJlc3BvbnNlEj8KEHdlYmhvb2tfZW5kcG9pbnQYASABKAsyJS5tZXNzYWdpbmcuY29uc29sZS52MS5XZWJob29rRW5kcG9pbnQiLwocRW5hYmxlV2ViaG9va0VuZHBvaW50UmVxdWVzdBIPCgJpZBgBIAEoCUID4EECImAKHUVuYWJsZVdlYmhvb2tFbmRwb2ludFJlc3BvbnNlEj8KEHdlYmhvb2tfZW5kcG9pbnQYASABKAsyJS5tZXNzYWdpbmcuY29uc29sZS52MS5XZWJob29rRW5kcG9pbnQiTQodRGlzYWJsZVdlYmhvb2tFbmRwb2ludFJlcXVlc3QSDwoCaWQYASABKAlCA+BBAhIbCgZyZWFzb24YAiABKAlCC+BBAbpIBXIDGPQDImEKHkRpc2FibGVXZWJob29rRW5kcG9pbnRSZXNwb25zZRI/ChB3ZWJob29rX2VuZHBvaW50GAEgASgLMiUubWVzc2FnaW5nLmNvbnNvbGUudjEuV2ViaG9va0VuZHBvaW50Ii8KHERlbGV0ZVdlYmhvb2tFbmRwb2ludFJlcXVlc3QSDwoCaWQYASABKAlCA+BBAiIfCh1EZWxldGVXZWJob29rRW5kcG9pbnRSZXNwb25zZTLWDAoWV2ViaG9va0VuZHBvaW50U2VydmljZRLEAQoVQ3JlYXRlV2ViaG9va0VuZHBvaW50EjIubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlYXRlV2ViaG9va0VuZHBvaW50UmVxdWVzdBozLm1lc3NhZ2luZy5jb25zb2xlLnYxLkNyZWF0ZVdlYmhvb2tFbmRwb2ludFJlc3BvbnNlIkKC0+STAjw6ASoiNy9jb25zb2xlL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZV9pZH0vd2ViaG9va19lbmRwb2ludHMStQEKEkdldFdlYmhvb2tFbmRwb2ludBIvLm1lc3NhZ2luZy5jb25zb2xlLnYxLkdldFdlYmhvb2tFbmRwb2ludFJlcXVlc3QaMC5tZXNzYWdpbmcuY29uc29sZS52MS5HZXRXZWJob29rRW5kcG9pbnRSZXNwb25zZSI8gtPkkwI2YhB3ZWJob29rX2VuZHBvaW50EiIvY29uc29sZS92MS93ZWJob29rX2VuZHBvaW50cy97aWR9Er4BChRMaXN0V2ViaG9va0VuZHBvaW50cxIxLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3RXZWJob29rRW5kcG9pbnRzUmVxdWVzdBoyLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3RXZWJob29rRW5kcG9pbnRzUmVzcG9uc2UiP4LT5JMCORI3L2NvbnNvbGUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS93ZWJob29rX2VuZHBvaW50cxLhAQoVVXBkYXRlV2ViaG9va0VuZHBvaW50EjIubWVzc2FnaW5nLmNvbnNvbGUudjEuVXBkYXRlV2ViaG9va0VuZHBvaW50UmVxdWVzdBozLm1lc3NhZ2luZy5jb25zb2xlLnYxLlVwZGF0ZVdlYmhvb2tFbmRwb2ludFJlc3BvbnNlIl+C0+STAlk6EHdlYmhvb2tfZW5kcG9pbnRiEHdlYmhvb2tfZW5kcG9pbnQyMy9jb25zb2xlL3YxL3dlYmhvb2tfZW5kcG9pbnRzL3t3ZWJob29rX2VuZHBvaW50LmlkfRLIAQoVRW5hYmxlV2ViaG9va0VuZHBvaW50EjIubWVzc2FnaW5nLmNvbnNvbGUudjEuRW5hYmxlV2ViaG9va0VuZHBvaW50UmVxdWVzdBozLm1lc3NhZ2luZy5jb25zb2xlLnYxLkVuYWJsZVdlYmhvb2tFbmRwb2ludFJlc3BvbnNlIkaC0+STAkA6ASpiEHdlYmhvb2tfZW5kcG9pbnQiKS9jb25zb2xlL3YxL3dlYmhvb2tfZW5kcG9pbnRzL3tpZH06ZW5hYmxlEswBChZEaXNhYmxlV2ViaG9va0VuZHBvaW50EjMubWVzc2FnaW5nLmNvbnNvbGUudjEuRGlzYWJsZVdlYmhvb2tFbmRwb2ludFJlcXVlc3QaNC5tZXNzYWdpbmcuY29uc29sZS52MS5EaXNhYmxlV2ViaG9va0VuZHBvaW50UmVzcG9uc2UiR4LT5JMCQToBKmIQd2ViaG9va19lbmRwb2ludCIqL2NvbnNvbGUvdjEvd2ViaG9va19lbmRwb2ludHMve2lkfTpkaXNhYmxlEqwBChVEZWxldGVXZWJob29rRW5kcG9pbnQSMi5tZXNzYWdpbmcuY29uc29sZS52MS5EZWxldGVXZWJob29rRW5kcG9pbnRSZXF1ZXN0GjMubWVzc2FnaW5nLmNvbnNvbGUudjEuRGVsZXRlV2ViaG9va0VuZHBvaW50UmVzcG9uc2UiKoLT5JMCJCoiL2NvbnNvbGUvdjEvd2ViaG9va19lbmRwb2ludHMve2lkfRLOAQobUm90YXRlV2ViaG9va0VuZHBvaW50U2VjcmV0EjgubWVzc2FnaW5nLmNvbnNvbGUudjEuUm90YXRlV2ViaG9va0VuZHBvaW50U2VjcmV0UmVxdWVzdBo5Lm1lc3NhZ2luZy5jb25zb2xlLnYxLlJvdGF0ZVdlYmhvb2tFbmRwb2ludFNlY3JldFJlc3BvbnNlIjqC0+STAjQ6ASoiLy9jb25zb2xlL3YxL3dlYmhvb2tfZW5kcG9pbnRzL3tpZH06cm90YXRlU2VjcmV0YgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_messaging_v1_field_rules]);
 
 /**
  * A webhook endpoint as the console sees it: the fields of GET /v1/webhook
@@ -134,6 +134,14 @@ export type WebhookEndpoint = Message<"messaging.console.v1.WebhookEndpoint"> & 
    * @generated from field: google.protobuf.Timestamp updated_at = 15;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * Until when the secret replaced by the last rotation keeps verifying
+   * (deliveries are signed with it too); null when there is none or it ended.
+   *
+   * @generated from field: google.protobuf.Timestamp previous_secret_expires_at = 16;
+   */
+  previousSecretExpiresAt?: Timestamp | undefined;
 };
 
 /**
@@ -203,8 +211,9 @@ export type CreateWebhookEndpointResponse = Message<"messaging.console.v1.Create
   webhookEndpoint?: WebhookEndpoint | undefined;
 
   /**
-   * The signing secret, shown this once: "whsec_" and 43 base64url characters
-   * (256 random bits). Receivers verify Service-Signature with it.
+   * The signing secret, shown this once: "whsec_" and the padded standard
+   * base64 of 32 random bytes. Receivers verify Service-Signature with it (and
+   * webhook-signature, with a Standard Webhooks library).
    *
    * @generated from field: string secret = 2;
    */
@@ -217,6 +226,64 @@ export type CreateWebhookEndpointResponse = Message<"messaging.console.v1.Create
  */
 export const CreateWebhookEndpointResponseSchema: GenMessage<CreateWebhookEndpointResponse> = /*@__PURE__*/
   messageDesc(file_messaging_console_v1_webhook_endpoints, 2);
+
+/**
+ * Request of RotateWebhookEndpointSecret.
+ *
+ * @generated from message messaging.console.v1.RotateWebhookEndpointSecretRequest
+ */
+export type RotateWebhookEndpointSecretRequest = Message<"messaging.console.v1.RotateWebhookEndpointSecretRequest"> & {
+  /**
+   * Endpoint identifier. Shape: whk_<uuid>.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Until when the current secret keeps verifying beside the new one; unset
+   * for 24 hours from now; now or past for "stop at once"; at most 7 days
+   * from now. (Checked by the handler against the service's clock.)
+   *
+   * @generated from field: google.protobuf.Timestamp previous_secret_expires_at = 2;
+   */
+  previousSecretExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.RotateWebhookEndpointSecretRequest.
+ * Use `create(RotateWebhookEndpointSecretRequestSchema)` to create a new message.
+ */
+export const RotateWebhookEndpointSecretRequestSchema: GenMessage<RotateWebhookEndpointSecretRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 3);
+
+/**
+ * Response of RotateWebhookEndpointSecret.
+ *
+ * @generated from message messaging.console.v1.RotateWebhookEndpointSecretResponse
+ */
+export type RotateWebhookEndpointSecretResponse = Message<"messaging.console.v1.RotateWebhookEndpointSecretResponse"> & {
+  /**
+   * The endpoint with its new secret_hint and the previous secret's expiry.
+   *
+   * @generated from field: messaging.console.v1.WebhookEndpoint webhook_endpoint = 1;
+   */
+  webhookEndpoint?: WebhookEndpoint | undefined;
+
+  /**
+   * The new signing secret: shown only here.
+   *
+   * @generated from field: string secret = 2;
+   */
+  secret: string;
+};
+
+/**
+ * Describes the message messaging.console.v1.RotateWebhookEndpointSecretResponse.
+ * Use `create(RotateWebhookEndpointSecretResponseSchema)` to create a new message.
+ */
+export const RotateWebhookEndpointSecretResponseSchema: GenMessage<RotateWebhookEndpointSecretResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 4);
 
 /**
  * Request of GetWebhookEndpoint.
@@ -237,7 +304,7 @@ export type GetWebhookEndpointRequest = Message<"messaging.console.v1.GetWebhook
  * Use `create(GetWebhookEndpointRequestSchema)` to create a new message.
  */
 export const GetWebhookEndpointRequestSchema: GenMessage<GetWebhookEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_webhook_endpoints, 3);
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 5);
 
 /**
  * Response of GetWebhookEndpoint: over REST the endpoint itself.
@@ -258,7 +325,7 @@ export type GetWebhookEndpointResponse = Message<"messaging.console.v1.GetWebhoo
  * Use `create(GetWebhookEndpointResponseSchema)` to create a new message.
  */
 export const GetWebhookEndpointResponseSchema: GenMessage<GetWebhookEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_webhook_endpoints, 4);
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 6);
 
 /**
  * Request of ListWebhookEndpoints.
@@ -293,7 +360,7 @@ export type ListWebhookEndpointsRequest = Message<"messaging.console.v1.ListWebh
  * Use `create(ListWebhookEndpointsRequestSchema)` to create a new message.
  */
 export const ListWebhookEndpointsRequestSchema: GenMessage<ListWebhookEndpointsRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_webhook_endpoints, 5);
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 7);
 
 /**
  * List envelope of webhook endpoints.
@@ -335,7 +402,7 @@ export type ListWebhookEndpointsResponse = Message<"messaging.console.v1.ListWeb
  * Use `create(ListWebhookEndpointsResponseSchema)` to create a new message.
  */
 export const ListWebhookEndpointsResponseSchema: GenMessage<ListWebhookEndpointsResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_webhook_endpoints, 6);
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 8);
 
 /**
  * Request of UpdateWebhookEndpoint (AIP-134): the fields named in
@@ -368,7 +435,7 @@ export type UpdateWebhookEndpointRequest = Message<"messaging.console.v1.UpdateW
  * Use `create(UpdateWebhookEndpointRequestSchema)` to create a new message.
  */
 export const UpdateWebhookEndpointRequestSchema: GenMessage<UpdateWebhookEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_webhook_endpoints, 7);
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 9);
 
 /**
  * Response of UpdateWebhookEndpoint: over REST the endpoint itself.
@@ -389,7 +456,7 @@ export type UpdateWebhookEndpointResponse = Message<"messaging.console.v1.Update
  * Use `create(UpdateWebhookEndpointResponseSchema)` to create a new message.
  */
 export const UpdateWebhookEndpointResponseSchema: GenMessage<UpdateWebhookEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_webhook_endpoints, 8);
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 10);
 
 /**
  * Request of EnableWebhookEndpoint.
@@ -410,7 +477,7 @@ export type EnableWebhookEndpointRequest = Message<"messaging.console.v1.EnableW
  * Use `create(EnableWebhookEndpointRequestSchema)` to create a new message.
  */
 export const EnableWebhookEndpointRequestSchema: GenMessage<EnableWebhookEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_webhook_endpoints, 9);
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 11);
 
 /**
  * Response of EnableWebhookEndpoint: over REST the endpoint itself.
@@ -431,7 +498,7 @@ export type EnableWebhookEndpointResponse = Message<"messaging.console.v1.Enable
  * Use `create(EnableWebhookEndpointResponseSchema)` to create a new message.
  */
 export const EnableWebhookEndpointResponseSchema: GenMessage<EnableWebhookEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_webhook_endpoints, 10);
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 12);
 
 /**
  * Request of DisableWebhookEndpoint.
@@ -460,7 +527,7 @@ export type DisableWebhookEndpointRequest = Message<"messaging.console.v1.Disabl
  * Use `create(DisableWebhookEndpointRequestSchema)` to create a new message.
  */
 export const DisableWebhookEndpointRequestSchema: GenMessage<DisableWebhookEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_webhook_endpoints, 11);
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 13);
 
 /**
  * Response of DisableWebhookEndpoint: over REST the endpoint itself.
@@ -481,7 +548,7 @@ export type DisableWebhookEndpointResponse = Message<"messaging.console.v1.Disab
  * Use `create(DisableWebhookEndpointResponseSchema)` to create a new message.
  */
 export const DisableWebhookEndpointResponseSchema: GenMessage<DisableWebhookEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_webhook_endpoints, 12);
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 14);
 
 /**
  * Request of DeleteWebhookEndpoint.
@@ -502,7 +569,7 @@ export type DeleteWebhookEndpointRequest = Message<"messaging.console.v1.DeleteW
  * Use `create(DeleteWebhookEndpointRequestSchema)` to create a new message.
  */
 export const DeleteWebhookEndpointRequestSchema: GenMessage<DeleteWebhookEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_webhook_endpoints, 13);
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 15);
 
 /**
  * Response of DeleteWebhookEndpoint. It has no fields.
@@ -517,7 +584,7 @@ export type DeleteWebhookEndpointResponse = Message<"messaging.console.v1.Delete
  * Use `create(DeleteWebhookEndpointResponseSchema)` to create a new message.
  */
 export const DeleteWebhookEndpointResponseSchema: GenMessage<DeleteWebhookEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_webhook_endpoints, 14);
+  messageDesc(file_messaging_console_v1_webhook_endpoints, 16);
 
 /**
  * WebhookEndpointService manages the webhook endpoints of a workspace: where
@@ -607,6 +674,22 @@ export const WebhookEndpointService: GenService<{
     methodKind: "unary";
     input: typeof DeleteWebhookEndpointRequestSchema;
     output: typeof DeleteWebhookEndpointResponseSchema;
+  },
+  /**
+   * Rotates the signing secret: makes a new one, answered once. The secret it
+   * replaces keeps verifying until previous_secret_expires_at (unset: 24 hours
+   * from now; now or past: it stops at once; at most 7 days ahead): meanwhile
+   * every attempt is signed with both, Service-Signature carrying one v1 per
+   * secret (as Stripe does) and webhook-signature one entry per secret. An
+   * endpoint has at most one previous secret: rotating again ends the older one
+   * at once.
+   *
+   * @generated from rpc messaging.console.v1.WebhookEndpointService.RotateWebhookEndpointSecret
+   */
+  rotateWebhookEndpointSecret: {
+    methodKind: "unary";
+    input: typeof RotateWebhookEndpointSecretRequestSchema;
+    output: typeof RotateWebhookEndpointSecretResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_messaging_console_v1_webhook_endpoints, 0);
