@@ -58,6 +58,20 @@ export function wholeNumber(option: string, value: string): number {
   return Number(value);
 }
 
+/**
+ * An `--expire-old-in` value (how long a replaced secret keeps working): "0"
+ * or a duration such as "30m", "24h", "7d"; in ms.
+ *
+ * @throws UsageError naming the option when it is neither.
+ */
+export function overlapMs(value: string): number {
+  const overlap = value === "0" ? 0 : ms(value as ms.StringValue);
+  if (typeof overlap !== "number" || Number.isNaN(overlap) || overlap < 0) {
+    throw new UsageError(`--expire-old-in: must be a duration such as 0, 30m, 24h or 7d, got ${JSON.stringify(value)}`);
+  }
+  return overlap;
+}
+
 /** A `--since` value: a duration back from now ("1h", "30m", "7d") or an ISO 8601 time. */
 export function since(option: string | undefined) {
   if (option === undefined) return undefined;

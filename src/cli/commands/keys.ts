@@ -1,9 +1,8 @@
 import { Command, Option } from "commander";
-import ms from "ms";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ApiKeyService, ApiKeySchema, ListApiKeysResponseSchema } from "../../../gen/messaging/console/v1/api_keys_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
-import { splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
+import { overlapMs, splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
 
 /** `msgsvc keys …`: create (prints the secret once), list, update, revoke. */
 export function keyCommands(ctx: CliContext): Command {
@@ -99,10 +98,7 @@ export function keyCommands(ctx: CliContext): Command {
     .addOption(new Option("--expire-old-in <duration>", "how long the current secret keeps working: 0, 30m, 24h, up to 7d").default("0", "0: it stops at once"))
     .option("--json", "print JSON")
     .action(async (id: string, o: { expireOldIn: string; json?: boolean }) => {
-      const overlap = o.expireOldIn === "0" ? 0 : ms(o.expireOldIn as ms.StringValue);
-      if (typeof overlap !== "number" || Number.isNaN(overlap) || overlap < 0) {
-        throw new UsageError(`--expire-old-in: must be a duration such as 0, 30m, 24h or 7d, got ${JSON.stringify(o.expireOldIn)}`);
-      }
+      const overlap = overlapMs(o.expireOldIn);
       const res = await ctx.client(ApiKeyService).rollApiKey({
         id,
         previousSecretExpiresAt: overlap > 0 ? timestampFromDate(new Date(Date.now() + overlap)) : undefined,

@@ -1,9 +1,8 @@
 import { Command, Option } from "commander";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import ms from "ms";
 import { WebhookEndpointSchema, ListWebhookEndpointsResponseSchema, WebhookEndpointService } from "../../../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
-import { splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
+import { overlapMs, splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
 import { webhookListenCommand } from "./webhook-listen.js";
 
 /** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete, rotate-secret, listen. */
@@ -92,10 +91,7 @@ export function webhookCommands(ctx: CliContext): Command {
     .addOption(new Option("--expire-old-in <duration>", "how long the current secret keeps verifying: 0, 30m, 24h, up to 7d").default("24h"))
     .option("--json", "print JSON")
     .action(async (id: string, o: { expireOldIn: string; json?: boolean }) => {
-      const overlap = o.expireOldIn === "0" ? 0 : ms(o.expireOldIn as ms.StringValue);
-      if (typeof overlap !== "number" || Number.isNaN(overlap) || overlap < 0) {
-        throw new UsageError(`--expire-old-in: must be a duration such as 0, 30m, 24h or 7d, got ${JSON.stringify(o.expireOldIn)}`);
-      }
+      const overlap = overlapMs(o.expireOldIn);
       const res = await client().rotateWebhookEndpointSecret({ id, previousSecretExpiresAt: timestampFromDate(new Date(Date.now() + overlap)) });
       const endpoint = toRestJson(WebhookEndpointSchema, res.webhookEndpoint!);
       if (o.json) return ctx.printJson({ webhook_endpoint: endpoint, secret: res.secret });
