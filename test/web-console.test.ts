@@ -252,6 +252,18 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     expect(v1s).toHaveLength(2);
     expect(verifyWebhookSignature(signed.body, signed.headers["service-signature"] as string, rotated)).toBe(true);
     expect(verifyWebhookSignature(signed.body, signed.headers["service-signature"] as string, secret)).toBe(true);
+
+    // A test event of a chosen type from the endpoint's deliveries: delivered, listed with a "test" badge.
+    await page.click(`tr[data-endpoint-id='${endpointId}'] a`);
+    await page.selectOption("[data-test=test-event-type]", "message.read");
+    await page.click("button:has-text('Send test event')");
+    const testRow = page.locator("tr[data-delivery-id]", { has: page.locator("[data-test=test-badge]") });
+    await expect.poll(() => testRow.count()).toBe(1);
+    expect(await testRow.textContent()).toContain("message.read");
+    expect(await testRow.locator("[data-test=status]").textContent()).toBe("succeeded");
+    const testRequest = receiver.requests.at(-1)!;
+    expect(JSON.parse(testRequest.body)).toMatchObject({ type: "message.read", test: true });
+    expect(verifyWebhookSignature(testRequest.body, testRequest.headers["service-signature"] as string, rotated)).toBe(true);
   });
 
   it("manages console users and shows the audit log", async () => {

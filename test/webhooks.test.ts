@@ -1,5 +1,6 @@
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DeliveryService } from "../gen/messaging/console/v1/deliveries_pb.js";
 import { WebhookEndpointService } from "../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
 import type { EventType } from "../src/events/event-bus.js";
@@ -265,6 +266,52 @@ describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
     const badCli = await runMsgsvc(t, ["webhooks", "rotate-secret", ep.id, "--expire-old-in", "soon"]);
     expect(badCli.code).not.toBe(0);
     expect(badCli.stderr).toContain("--expire-old-in");
+  });
+
+  it("sends a test event of a chosen type with sample data, recorded as a test delivery (REST, Connect, msgsvc)", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver();
+    // The endpoint selected message.delivered only: a test event of any type reaches it.
+    const { webhook_endpoint: ep, secret } = await endpoint(ws, rcv.url);
+
+    const sent = await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:sendTestEvent`, { type: "message.failed" });
+    expect(sent.status, sent.text).toBe(200);
+    expect(sent.json.delivery).toMatchObject({ endpoint_id: ep.id, event_type: "message.failed", status: "succeeded", attempt_count: 1, test: true });
+    expect(sent.json.attempt).toMatchObject({ number: 1, trigger: "automatic", succeeded: true, http_status: 200 });
+    const got = rcv.requests[0]!;
+    expect(verifyWebhookSignature(got.body, got.headers["service-signature"] as string, secret)).toBe(true);
+    expect(new Webhook(secret).verify(got.body, Object.fromEntries(["webhook-id", "webhook-timestamp", "webhook-signature"].map((h) => [h, got.headers[h] as string])))).toBeTruthy();
+    const envelope = JSON.parse(got.body);
+    expect(envelope).toMatchObject({ id: sent.json.delivery.event_id, type: "message.failed", test: true, data: { status: "failed", error: { code: 131026 } } });
+    expect(got.headers["service-delivery"]).toBe(envelope.id);
+    // Listed with the endpoint's deliveries, marked as a test.
+    const listed = await consoleRest("GET", `/console/v1/deliveries?endpoint_id=${ep.id}`);
+    expect(listed.json.data).toEqual([expect.objectContaining({ id: sent.json.delivery.id, test: true })]);
+
+    // Connect: a receiver that fails gets the first attempt and the immediate retry; the schedule goes on.
+    rcv.behave(answerStatus(500));
+    const failing = await t.console(DeliveryService).sendTestEvent({ endpointId: ep.id, type: "flow.completed" });
+    expect(failing.attempt?.succeeded).toBe(false);
+    expect(failing.attempt?.httpStatus).toBe(500);
+    expect(failing.delivery?.test).toBe(true);
+    expect(failing.delivery?.attemptCount).toBe(2);
+    expect(JSON.parse(rcv.requests[1]!.body)).toMatchObject({ type: "flow.completed", test: true, data: { object: "flow_response" } });
+    rcv.behave(answerOk);
+    await deliveriesOf(ep.id, (d) => d.find((x) => x.id === failing.delivery?.id)?.status === "succeeded");
+
+    // msgsvc: the attempt as JSON, exit 0; a failed attempt would be exit 1 (as deliveries retry).
+    const cli = await runMsgsvc(t, ["webhooks", "test", "--endpoint", ep.id, "--type", "message.received", "--json"]);
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(JSON.parse(cli.stdout)).toMatchObject({ attempt: { succeeded: true }, delivery: { event_type: "message.received", test: true } });
+
+    // Bad input names the field; a disabled endpoint refuses.
+    const badType = await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:sendTestEvent`, { type: "message.exploded" });
+    expect(badType.status).toBe(400);
+    expect(badType.json.error.details.field_violations[0].field).toBe("type");
+    await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:disable`, {});
+    const refused = await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:sendTestEvent`, { type: "message.sent" });
+    expect(refused.status).toBe(409);
+    expect(refused.json.error.code).toBe("failed_precondition");
   });
 
   it("retries on the schedule with the same bytes and id, and a fresh signature each time", async () => {

@@ -21,8 +21,10 @@ export interface StoredEvent {
   created_at: Date;
   /** The envelope's `data`, in REST JSON (see src/gateway/rest-json.ts). */
   data: JsonObject;
-  /** The envelope as sent: `{"id","type","created_at","data"}`, JSON text. */
+  /** The envelope as sent: `{"id","type","created_at","data"}`, JSON text (a test event's adds `"test": true`). */
   body: string;
+  /** True for a test event sent to one endpoint from the console (never published on the bus). */
+  test?: boolean;
 }
 
 /** What a capability gives to publish an event. */

@@ -10,7 +10,7 @@ import {
   type DeliveryService,
 } from "../../gen/messaging/console/v1/deliveries_pb.js";
 import { requireWorkspaceAccess } from "../console/console-access.js";
-import type { EventBus } from "../events/event-bus.js";
+import type { EventBus, EventType } from "../events/event-bus.js";
 import { enumValueFromJson } from "../gateway/rest-json.js";
 import { AttemptErrorKindSchema } from "../../gen/messaging/console/v1/deliveries_pb.js";
 import { invalidArgument, notFound } from "../shared/errors.js";
@@ -75,6 +75,7 @@ export function deliveryToProto(r: DeliveryRecord): MessageInitShape<typeof Deli
     lastErrorKind: errorKind(r.last_error_kind),
     nextAttemptAt: r.status === "pending" && !r.lease_owner ? ts(r.next_attempt_at) : undefined,
     createdAt: ts(r.created_at),
+    test: r.test === true,
   };
 }
 
@@ -82,8 +83,9 @@ const DELIVERY_ID = /^dlv_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 
 /**
  * Handlers of messaging.console.v1.DeliveryService (spec §Delivery rules
- * 3): deliveries of an endpoint or an event, one delivery, its attempts, and
- * a manual retry (Dispatcher.retryManually).
+ * 3): deliveries of an endpoint or an event, one delivery, its attempts, a
+ * manual retry (Dispatcher.retryManually), and a test event sent to one
+ * endpoint (Dispatcher.sendTest; its type is checked by the contract).
  */
 export function createDeliveryService(deps: {
   store: DeliveryStore;
@@ -128,6 +130,12 @@ export function createDeliveryService(deps: {
       requireWorkspaceAccess(context, record.workspace_id, "write");
       const attempt = await dispatcher.retryManually(record);
       return { attempt: attemptToProto(attempt), delivery: deliveryToProto((await store.deliveries.findOne({ _id: record._id })) ?? record) };
+    },
+    async sendTestEvent(req, context) {
+      const endpoint = await requireEndpoint(endpoints, req.endpointId);
+      requireWorkspaceAccess(context, endpoint.workspace_id, "write");
+      const sent = await dispatcher.sendTest(endpoint, req.type as EventType);
+      return { delivery: deliveryToProto(sent.delivery), ...(sent.attempt ? { attempt: attemptToProto(sent.attempt) } : {}) };
     },
     async listDeliveryAttempts(req, context) {
       const record = await requireDelivery(req.deliveryId);

@@ -55,6 +55,8 @@ export interface DeliveryRecord {
   last_http_status: number | null;
   last_error_kind: AttemptErrorKind | null;
   updated_at: Date;
+  /** True for a test event sent from the console (Dispatcher.sendTest); absent otherwise. */
+  test?: boolean;
 }
 
 /** One attempt as stored in `webhook_attempts`. Never updated. */

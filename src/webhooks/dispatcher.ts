@@ -1,5 +1,5 @@
 import { newId } from "../shared/ids.js";
-import type { EventBus, StoredEvent } from "../events/event-bus.js";
+import type { EventBus, EventType, StoredEvent } from "../events/event-bus.js";
 import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
 import type { Scheduler } from "../jobs/scheduler.js";
@@ -9,10 +9,11 @@ import { Attempts } from "./attempt.js";
 import { DeliveryClaims } from "./claim.js";
 import { deliveryId, insertNew, type AttemptRecord, type DeliveryRecord, type DeliveryStore } from "./delivery-store.js";
 import { EndpointCache, type EndpointView } from "./endpoint-cache.js";
-import type { EndpointStore } from "./endpoint-store.js";
+import type { EndpointRecord, EndpointStore } from "./endpoint-store.js";
 import type { WebhookSender } from "./http-sender.js";
 import { RetrySchedule } from "./schedule.js";
 import { SecretKeyError } from "./signing-secret.js";
+import { sampleEventData } from "./test-event.js";
 
 /**
  * Deliveries in progress in one process, at most (a memory bound); past it, new events' deliveries wait for a
@@ -155,6 +156,54 @@ export class Dispatcher {
     const event = await this.o.events.collection.findOne({ _id: delivery.event_id }, { projection: { body: 1 } });
     if (!event) throw apiError("failed_precondition", `The event ${delivery.event_id} of this delivery no longer exists`);
     return this.attempts.manual(delivery, endpoint, event.body);
+  }
+
+  /**
+   * Sends a test event of `type` with sample data (test-event.ts) to the
+   * endpoint alone: the event is stored (its envelope with "test": true) with
+   * one delivery (test: true), leased to this process, and taken as far as
+   * it goes now (the first attempt, and the immediate retry after a failure);
+   * later retries follow the schedule like any. Resolves to the delivery and
+   * its latest attempt.
+   *
+   * @throws ConnectError failed_precondition when the endpoint is disabled.
+   */
+  async sendTest(endpoint: EndpointRecord, type: EventType): Promise<{ delivery: DeliveryRecord; attempt: AttemptRecord | null }> {
+    if (!endpoint.enabled) {
+      throw apiError("failed_precondition", `The endpoint ${endpoint._id} is disabled; enable it before sending it a test event`, { endpoint_id: endpoint._id });
+    }
+    const now = this.o.clock.now();
+    const id = newId();
+    const data = sampleEventData(type, now);
+    const body = JSON.stringify({ id, type, created_at: now.toISOString(), data, test: true });
+    const lease = `${this.owner}:test`;
+    const delivery: DeliveryRecord = {
+      _id: deliveryId(id, endpoint._id),
+      workspace_id: endpoint.workspace_id,
+      endpoint_id: endpoint._id,
+      event_id: id,
+      event_type: type,
+      created_at: now,
+      status: "pending",
+      automatic_attempts: 0,
+      attempt_count: 0,
+      manual_attempts: 0,
+      next_attempt_at: new Date(now.getTime() + this.o.leaseMs),
+      lease_owner: lease,
+      leased_at: now,
+      last_attempt_at: null,
+      last_http_status: null,
+      last_error_kind: null,
+      updated_at: now,
+      test: true,
+    };
+    // The delivery first, as the outbox does: a crash in between leaves a delivery without event, deleted by claims.
+    await this.o.store.deliveries.insertOne(delivery);
+    await this.o.events.collection.insertOne({ _id: id, workspace_id: endpoint.workspace_id, type, created_at: now, data, body, test: true });
+    await this.track(this.attempts.run({ delivery, body, number: 1, lease }));
+    const stored = (await this.o.store.deliveries.findOne({ _id: delivery._id })) ?? delivery;
+    const attempt = await this.o.store.attempts.find({ delivery_id: delivery._id }).sort({ started_at: -1, _id: -1 }).limit(1).next();
+    return { delivery: stored, attempt };
   }
 
   private track<T>(work: Promise<T>): Promise<T> {

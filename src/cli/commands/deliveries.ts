@@ -1,3 +1,4 @@
+import type { MessageShape } from "@bufbuild/protobuf";
 import { Command } from "commander";
 import { DeliveryAttemptSchema, DeliverySchema, DeliveryService, ListDeliveriesResponseSchema } from "../../../gen/messaging/console/v1/deliveries_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
@@ -35,19 +36,32 @@ export function deliveryCommands(ctx: CliContext): Command {
     .description("make one attempt of a delivery now (recorded as manual) and show it")
     .option("--json", "print JSON")
     .action(async (id: string, o: { json?: boolean }) => {
-      const res = await client().retryDelivery({ id });
-      const attempt = toRestJson(DeliveryAttemptSchema, res.attempt!);
-      if (o.json) {
-        ctx.printJson({ attempt, delivery: toRestJson(DeliverySchema, res.delivery!) });
-      } else {
-        ctx.print(DeliveryAttemptSchema, res.attempt!, attemptColumns, false);
-        ctx.say(`\ndelivery ${id} is ${toRestJson(DeliverySchema, res.delivery!).status}`, false);
-      }
-      // A script must see a failed attempt in the exit code, not only in the output.
-      if (!res.attempt!.succeeded) {
-        const answer = attempt.http_status === null ? `no answer (${String(attempt.error_kind)})` : `HTTP ${String(attempt.http_status)}`;
-        throw new CommandFailure("attempt_failed", `the manual attempt ${String(attempt.id)} failed: ${answer}`);
-      }
+      showAttempt(ctx, await client().retryDelivery({ id }), "manual attempt", !!o.json);
     });
   return deliveries;
+}
+
+/**
+ * Prints an attempt and its delivery's status (both as JSON with `json`);
+ * a failed attempt is also the exit code (CommandFailure attempt_failed),
+ * since a script must see it there, not only in the output.
+ */
+export function showAttempt(
+  ctx: CliContext,
+  res: { attempt?: MessageShape<typeof DeliveryAttemptSchema>; delivery?: MessageShape<typeof DeliverySchema> },
+  what: string,
+  json: boolean,
+): void {
+  const attempt = toRestJson(DeliveryAttemptSchema, res.attempt!);
+  const delivery = toRestJson(DeliverySchema, res.delivery!);
+  if (json) {
+    ctx.printJson({ attempt, delivery });
+  } else {
+    ctx.print(DeliveryAttemptSchema, res.attempt!, attemptColumns, false);
+    ctx.say(`\ndelivery ${String(delivery.id)} is ${String(delivery.status)}`, false);
+  }
+  if (!res.attempt!.succeeded) {
+    const answer = attempt.http_status === null ? `no answer (${String(attempt.error_kind)})` : `HTTP ${String(attempt.http_status)}`;
+    throw new CommandFailure("attempt_failed", `the ${what} ${String(attempt.id)} failed: ${answer}`);
+  }
 }

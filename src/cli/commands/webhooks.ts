@@ -3,9 +3,11 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { WebhookEndpointSchema, ListWebhookEndpointsResponseSchema, WebhookEndpointService } from "../../../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
 import { overlapMs, splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
+import { DeliveryService } from "../../../gen/messaging/console/v1/deliveries_pb.js";
+import { showAttempt } from "./deliveries.js";
 import { webhookListenCommand } from "./webhook-listen.js";
 
-/** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete, rotate-secret, listen. */
+/** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete, rotate-secret, test, listen. */
 export function webhookCommands(ctx: CliContext): Command {
   const columns = ["id", "name", "url", "events", "enabled", "consecutive_failures", "last_success_at", "disabled_reason"];
   const client = () => ctx.client(WebhookEndpointService);
@@ -103,6 +105,15 @@ export function webhookCommands(ctx: CliContext): Command {
           : "The old secret no longer signs deliveries.",
         false,
       );
+    });
+  webhooks
+    .command("test")
+    .description("send a signed test event with sample data to an endpoint now, and show its attempt")
+    .requiredOption("--endpoint <id>", "endpoint to send it to (whk_…)")
+    .requiredOption("--type <type>", "event type, for example message.delivered")
+    .option("--json", "print JSON")
+    .action(async (o: { endpoint: string; type: string; json?: boolean }) => {
+      showAttempt(ctx, await ctx.client(DeliveryService).sendTestEvent({ endpointId: o.endpoint, type: o.type }), "test attempt", !!o.json);
     });
   webhooks.addCommand(webhookListenCommand(ctx));
   return webhooks;

@@ -411,7 +411,7 @@ async function deliveriesCard(endpoint, canEdit) {
     };
     return [
       el("tr", { "data-delivery-id": d.id },
-        el("td", {}, d.event_type, el("div", { class: "mono muted" }, d.event_id)),
+        el("td", {}, d.event_type, d.test ? [" ", el("span", { class: "badge", "data-test": "test-badge" }, "test")] : null, el("div", { class: "mono muted" }, d.event_id)),
         el("td", {}, el("span", { class: `badge ${d.status === "succeeded" ? "ok" : d.status === "pending" ? "" : "bad"}`, "data-test": "status" }, d.status)),
         el("td", { "data-test": "attempt-count" }, d.attempt_count),
         el("td", {}, when(d.last_attempt_at), d.last_http_status ? ` · HTTP ${d.last_http_status}` : ""),
@@ -422,8 +422,29 @@ async function deliveriesCard(endpoint, canEdit) {
     ];
   });
   return el("section", { class: "card", "data-test": "deliveries" }, el("h2", {}, `Deliveries to ${endpoint.name}`),
+    canEdit ? testEventControl(endpoint) : null,
     rows.length === 0 ? el("p", { class: "muted" }, "No deliveries yet.") :
       table(["Event", "Status", "Attempts", "Last attempt", "Next attempt", ""], rows.flat()));
+}
+
+/** "Send test event": a signed event of the chosen type with sample data, to this endpoint now; its delivery then shows in the list. */
+function testEventControl(endpoint) {
+  const type = el("select", { "aria-label": "Test event type", "data-test": "test-event-type" },
+    ["message.sent", "message.delivered", "message.read", "message.failed", "message.received", "flow.completed"].map((t) => el("option", { value: t }, t)));
+  const outcome = el("span", { class: "muted", "data-test": "test-event-outcome" });
+  const send = async (event) => {
+    event.target.disabled = true;
+    try {
+      const sent = await api("POST", `/console/v1/webhook_endpoints/${endpoint.id}:sendTestEvent`, { type: type.value });
+      outcome.textContent = sent.attempt?.succeeded ? "delivered" : `failed: ${sent.attempt?.error_kind ?? "no attempt"}`;
+      route();
+    } catch (err) {
+      outcome.replaceChildren(errorLine(err));
+    } finally {
+      event.target.disabled = false;
+    }
+  };
+  return el("p", { class: "roll" }, type, " ", el("button", { onclick: send }, "Send test event"), " ", outcome);
 }
 
 async function renderRefused(body) {
