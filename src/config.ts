@@ -284,7 +284,7 @@ export interface Config {
    * records the lost attempt as interrupted.
    */
   webhookLeaseMs: number;
-  /** How often an idle worker looks for due webhook deliveries, in ms (sooner when this process knows one is due). */
+  /** How often each worker's claim job (Agenda) looks for due webhook deliveries, in ms. */
   webhookClaimIntervalMs: number;
   /** Largest file of a form submission that is stored, in bytes. */
   flowFileMaxBytes: number;

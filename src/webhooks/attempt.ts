@@ -241,8 +241,9 @@ export class Attempts {
     const byEndpoint = new Map<string, OutcomeEntry[]>();
     for (const entry of entries) {
       if (!entry.counts) continue;
-      const id = entry.delivery.endpoint_id;
-      byEndpoint.set(id, [...(byEndpoint.get(id) ?? []), entry]);
+      const list = byEndpoint.get(entry.delivery.endpoint_id);
+      if (list) list.push(entry);
+      else byEndpoint.set(entry.delivery.endpoint_id, [entry]);
     }
     await Promise.all(
       [...byEndpoint].map(async ([endpointId, list]) => {

@@ -177,26 +177,7 @@ export class Dispatcher {
     const data = sampleEventData(type, now);
     const body = JSON.stringify({ id, type, created_at: now.toISOString(), data, test: true });
     const lease = `${this.owner}:test`;
-    const delivery: DeliveryRecord = {
-      _id: deliveryId(id, endpoint._id),
-      workspace_id: endpoint.workspace_id,
-      endpoint_id: endpoint._id,
-      event_id: id,
-      event_type: type,
-      created_at: now,
-      status: "pending",
-      automatic_attempts: 0,
-      attempt_count: 0,
-      manual_attempts: 0,
-      next_attempt_at: new Date(now.getTime() + this.o.leaseMs),
-      lease_owner: lease,
-      leased_at: now,
-      last_attempt_at: null,
-      last_http_status: null,
-      last_error_kind: null,
-      updated_at: now,
-      test: true,
-    };
+    const delivery: DeliveryRecord = { ...this.newDelivery({ _id: id, workspace_id: endpoint.workspace_id, type }, endpoint._id, now, lease), test: true };
     // The delivery first, as the outbox does: a crash in between leaves a delivery without event, deleted by claims.
     await this.o.store.deliveries.insertOne(delivery);
     await this.o.events.collection.insertOne({ _id: id, workspace_id: endpoint.workspace_id, type, created_at: now, data, body, test: true });
@@ -204,6 +185,33 @@ export class Dispatcher {
     const stored = (await this.o.store.deliveries.findOne({ _id: delivery._id })) ?? delivery;
     const attempt = await this.o.store.attempts.find({ delivery_id: delivery._id }).sort({ started_at: -1, _id: -1 }).limit(1).next();
     return { delivery: stored, attempt };
+  }
+
+  /**
+   * A new delivery of `event` to the endpoint, pending: leased to `lease`
+   * (its attempt starts in this process; next_attempt_at is the lease's
+   * end), or due at once for a claim when `lease` is null.
+   */
+  private newDelivery(event: Pick<StoredEvent, "_id" | "workspace_id" | "type">, endpointId: string, now: Date, lease: string | null): DeliveryRecord {
+    return {
+      _id: deliveryId(event._id, endpointId),
+      workspace_id: event.workspace_id,
+      endpoint_id: endpointId,
+      event_id: event._id,
+      event_type: event.type,
+      created_at: now,
+      status: "pending",
+      automatic_attempts: 0,
+      attempt_count: 0,
+      manual_attempts: 0,
+      next_attempt_at: lease ? new Date(now.getTime() + this.o.leaseMs) : now,
+      lease_owner: lease,
+      ...(lease ? { leased_at: now } : {}),
+      last_attempt_at: null,
+      last_http_status: null,
+      last_error_kind: null,
+      updated_at: now,
+    };
   }
 
   private track<T>(work: Promise<T>): Promise<T> {
@@ -228,27 +236,7 @@ export class Dispatcher {
     if (endpoints.length === 0) return null;
     const now = this.o.clock.now();
     const lease = !this.stopping && this.claims.inProgress + endpoints.length <= MAX_IN_FLIGHT ? `${this.owner}:new` : null;
-    const deliveries = endpoints.map(
-      (e): DeliveryRecord => ({
-        _id: deliveryId(event._id, e.id),
-        workspace_id: event.workspace_id,
-        endpoint_id: e.id,
-        event_id: event._id,
-        event_type: event.type,
-        created_at: now,
-        status: "pending",
-        automatic_attempts: 0,
-        attempt_count: 0,
-        manual_attempts: 0,
-        next_attempt_at: lease ? new Date(now.getTime() + this.o.leaseMs) : now,
-        lease_owner: lease,
-        ...(lease ? { leased_at: now } : {}),
-        last_attempt_at: null,
-        last_http_status: null,
-        last_error_kind: null,
-        updated_at: now,
-      }),
-    );
+    const deliveries = endpoints.map((e) => this.newDelivery(event, e.id, now, lease));
     const inserted = await this.inserts.add(deliveries);
     if (!lease) return () => this.claims.poke();
     return () => {

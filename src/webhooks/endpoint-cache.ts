@@ -1,5 +1,5 @@
 import type { EndpointRecord, EndpointStore } from "./endpoint-store.js";
-import { decryptSecret, SecretKeyError } from "./signing-secret.js";
+import { decryptSecret, SecretKeyError, type EncryptedSecret } from "./signing-secret.js";
 
 /** What the engine needs of an endpoint, with its secret decrypted. */
 export interface EndpointView {
@@ -39,24 +39,21 @@ export class EndpointCache {
     private readonly secretKey: Buffer,
   ) {}
 
-  private view(record: EndpointRecord): EndpointView {
-    let secret: string | undefined;
-    let secretError: string | undefined;
+  /** The secret in clear, or the reason it does not decrypt (another key, or damaged data). */
+  private decrypt(encrypted: EncryptedSecret, endpointId: string): { secret: string } | { error: string } {
     try {
-      secret = decryptSecret(this.secretKey, record.secret, record._id);
+      return { secret: decryptSecret(this.secretKey, encrypted, endpointId) };
     } catch (err) {
       if (!(err instanceof SecretKeyError)) throw err;
-      secretError = err.message;
+      return { error: err.message };
     }
-    let previousSecret: EndpointView["previousSecret"];
-    if (record.previous_secret && record.previous_secret_expires_at) {
-      try {
-        previousSecret = { secret: decryptSecret(this.secretKey, record.previous_secret, record._id), until: record.previous_secret_expires_at };
-      } catch (err) {
-        // The current secret signs on its own; its own error, if any, is reported as secretError.
-        if (!(err instanceof SecretKeyError)) throw err;
-      }
-    }
+  }
+
+  private view(record: EndpointRecord): EndpointView {
+    const current = this.decrypt(record.secret, record._id);
+    // A previous secret that does not decrypt is left out: the current one signs on its own.
+    const until = record.previous_secret_expires_at ?? null;
+    const previous = record.previous_secret && until ? this.decrypt(record.previous_secret, record._id) : undefined;
     return {
       id: record._id,
       workspaceId: record.workspace_id,
@@ -66,9 +63,9 @@ export class EndpointCache {
       consecutiveFailures: record.consecutive_failures,
       lastSuccessAt: record.last_success_at,
       createdAt: record.created_at,
-      secret,
-      secretError,
-      previousSecret,
+      secret: "secret" in current ? current.secret : undefined,
+      secretError: "error" in current ? current.error : undefined,
+      previousSecret: previous && until && "secret" in previous ? { secret: previous.secret, until } : undefined,
     };
   }
 

@@ -33,8 +33,10 @@ import io.netty.buffer.Unpooled;
  * serializing both: every insert into a unique index (every collection has one, on {@code _id}) serialized
  * keys at each step of its binary search. That was most of the database's CPU under load (JFR: about half
  * in {@code ObjectOutputStream}). Here a collection's documents are stored as BSON (the wire format, with the
- * library's own encoder and decoder), index keys and document positions as BSON values, and keys are compared
- * in memory by the library's {@link ValueComparator}: no serialization on a comparison.
+ * library's own encoder and decoder) and document positions as BSON values, compared in memory by the library's
+ * {@link ValueComparator}: no serialization on a comparison. Indexes are not stored: they are kept in memory
+ * and rebuilt from the documents on open ({@code UniqueIndex}, {@code SecondaryIndex}); the unique index maps
+ * of stores written before ({@link KeyType}) are not copied by a conversion and are removed on open.
  *
  * <p>A store written by the library's own types (every store made before this format) is copied into the new
  * format once when it is opened, map by map, and then replaces the old file; the store records its format in
@@ -87,6 +89,17 @@ final class BsonStore {
         return store.openMap(name, builder);
     }
 
+    /**
+     * Removes the map {@code name} of a unique index that a store of this format kept before unique indexes moved
+     * to memory ({@code UniqueIndex}), if there is one: opened with its types first, so that H2 reads it as
+     * written while it frees its pages.
+     */
+    static void removeIndexMap(MVStore store, String name) {
+        if (store.hasMap(name)) {
+            store.removeMap(openMap(store, name));
+        }
+    }
+
     @SuppressWarnings("unchecked")
     private static <T> DataType<T> cast(DataType<?> type) {
         return (DataType<T>) type;
@@ -102,6 +115,9 @@ final class BsonStore {
         MVStore converted = new MVStore.Builder().fileName(copy.toString()).open();
         try {
             for (String name : old.getMapNames()) {
+                if (name.contains("._index_")) {
+                    continue; // unique indexes are kept in memory now, rebuilt from the documents (UniqueIndex)
+                }
                 MVMap<Object, Object> from = old.openMap(name);
                 MVMap<Object, Object> to = openMap(converted, name);
                 for (Map.Entry<Object, Object> entry : from.entrySet()) {

@@ -42,8 +42,9 @@ import de.bwaldvogel.mongo.bson.Document;
  * a query by the {@code _id} index; so does this server now. And it ignores every non-unique index, so a
  * query on any other field read the whole collection; those indexes are now kept ({@link SecondaryIndex}).
  *
- * <p>The H2 backend's storage is {@link BsonStore}'s: documents as BSON, index keys compared in memory, and
- * query results as copies (the library changes found documents in place; H2 writes pages in the background).
+ * <p>The H2 backend's storage is {@link BsonStore}'s: documents as BSON, indexes in memory ({@link UniqueIndex},
+ * {@link SecondaryIndex}), and query results as copies (the library changes found documents in place; H2 writes
+ * pages in the background).
  */
 public final class EmbeddedMongoServer {
 
@@ -157,11 +158,8 @@ public final class EmbeddedMongoServer {
 
                         @Override
                         protected Index<Object> openOrCreateUniqueIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
-                            // In memory (UniqueIndex); the map a store written before kept the index in is left stale, so removed.
-                            String map = getFullCollectionNamespace(collectionName) + "._index_" + indexName;
-                            if (store.hasMap(map)) {
-                                store.removeMap(map);
-                            }
+                            // In memory; the map a store written before kept this index in would be left stale, so it goes.
+                            BsonStore.removeIndexMap(store, getFullCollectionNamespace(collectionName) + "._index_" + indexName);
                             return new UniqueIndex<>(indexName, keys, sparse);
                         }
 
