@@ -264,6 +264,19 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     const testRequest = receiver.requests.at(-1)!;
     expect(JSON.parse(testRequest.body)).toMatchObject({ type: "message.read", test: true });
     expect(verifyWebhookSignature(testRequest.body, testRequest.headers["service-signature"] as string, rotated)).toBe(true);
+
+    // An event published while the endpoint was disabled is recovered from the page: counted first, then sent.
+    const consoleCall = (path: string) => rest(t.consoleUrl, "POST", path, { key: TEST_CONSOLE_TOKEN, body: {} });
+    await consoleCall(`/console/v1/webhook_endpoints/${endpointId}:disable`);
+    const missed = await t.service.events.publish({ workspaceId, type: "message.delivered", data: { message_id: "msg_missed" } });
+    await consoleCall(`/console/v1/webhook_endpoints/${endpointId}:enable`);
+    await page.click("button:has-text('Count')");
+    await expect.poll(() => page.textContent("[data-test=recover-outcome]")).toBe("would recover 1 (0 failed, 1 never attempted)");
+    expect(receiver.requests.some((r) => r.headers["service-delivery"] === missed._id)).toBe(false);
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.click("button:has-text('Recover')");
+    await expect.poll(() => page.textContent("[data-test=recover-outcome]")).toBe("recovered 1 (0 failed, 1 never attempted)");
+    await eventually(async () => receiver.requests.find((r) => r.headers["service-delivery"] === missed._id));
   });
 
   it("manages console users and shows the audit log", async () => {

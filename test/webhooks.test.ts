@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DeliveryService } from "../gen/messaging/console/v1/deliveries_pb.js";
 import { WebhookEndpointService } from "../gen/messaging/console/v1/webhook_endpoints_pb.js";
@@ -312,6 +313,93 @@ describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
     const refused = await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:sendTestEvent`, { type: "message.sent" });
     expect(refused.status).toBe(409);
     expect(refused.json.error.code).toBe("failed_precondition");
+  });
+
+  it("recovers failed deliveries and events published while disabled, with a dry run, a fresh schedule, once (REST, Connect, gRPC, msgsvc)", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver(answerStatus(503));
+    const { webhook_endpoint: ep } = await endpoint(ws, rcv.url, ["message.delivered", "message.read"]);
+    const start = new Date(Date.now() - 1000).toISOString();
+    // Two deliveries fail (8 attempts each); then, while the endpoint is disabled, an event makes no delivery.
+    const [first, second] = [await publish(ws), await publish(ws)];
+    await deliveriesOf(ep.id, (d) => d.length === 2 && d.every((x) => x.status === "failed"));
+    await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:disable`, {});
+    const whileDisabled = await publish(ws, "message.read");
+    const other = await publish(ws, "message.sent"); // a type the endpoint does not select
+    const recover = (body: object) => consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:recoverDeliveries`, body);
+
+    // Refused while disabled; bad input names the field and the rule.
+    const refused = await recover({ since: start });
+    expect(refused.status).toBe(409);
+    expect(refused.json.error.code).toBe("failed_precondition");
+    await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:enable`, {});
+    const violation = async (body: object) => (await recover(body)).json.error.details.field_violations[0];
+    expect(await violation({})).toMatchObject({ field: "since" });
+    expect(await violation({ since: start, until: start })).toEqual({ field: "until", description: "must be after since" });
+    expect((await violation({ since: start, event_types: ["message.sent"] })).field).toBe("event_types");
+    expect((await violation({ since: start, event_types: ["message.exploded"] })).field).toBe("event_types[0]");
+
+    // A dry run counts and changes nothing (REST); event_types narrows (gRPC).
+    const requests = rcv.requests.length;
+    const dry = await recover({ since: start, dry_run: true });
+    expect(dry.status, dry.text).toBe(200);
+    expect(dry.json).toEqual({ object: "delivery_recovery", recovered_count: 3, failed_count: 2, unattempted_count: 1, scanned_count: 3, dry_run: true, next_since: null });
+    const narrowed = await grpcJsCall(`127.0.0.1:${t.service.consolePort}`, DeliveryService.method.recoverDeliveries, {
+      endpointId: ep.id,
+      since: { seconds: BigInt(Math.floor(Date.parse(start) / 1000)), nanos: 0 },
+      eventTypes: ["message.read"],
+      dryRun: true,
+    }, { authorization: `Bearer ${TEST_CONSOLE_TOKEN}` });
+    expect(narrowed.error).toBeUndefined();
+    expect(narrowed.response).toMatchObject({ recoveredCount: 1, failedCount: 0, unattemptedCount: 1, scannedCount: 1 });
+    expect((await consoleRest("GET", `/console/v1/deliveries?endpoint_id=${ep.id}`)).json.data.map((d: { status: string }) => d.status)).toEqual(["failed", "failed"]);
+    expect(rcv.requests.length).toBe(requests);
+
+    // Connect: recovers. The first recovered attempt of one delivery fails: the fresh schedule retries at once.
+    let failedOnce = false;
+    rcv.behave((req, res, count) => {
+      if (!failedOnce && req.headers["service-delivery"] === first._id) {
+        failedOnce = true;
+        return answerStatus(500)(req, res, count);
+      }
+      answerOk(req, res, count);
+    });
+    const recovered = await t.console(DeliveryService).recoverDeliveries({ endpointId: ep.id, since: timestampFromDate(new Date(start)) });
+    expect(recovered).toMatchObject({ recoveredCount: 3, failedCount: 2, unattemptedCount: 1, dryRun: false });
+    const done = await deliveriesOf(ep.id, (d) => d.length === 3 && d.every((x) => x.status === "succeeded"));
+    expect(new Set(done.map((d) => d.event_id))).toEqual(new Set([first._id, second._id, whileDisabled._id]));
+    const firstAttempts = await attemptsOf(done.find((d) => d.event_id === first._id).id);
+    expect(firstAttempts.slice(8).map((a) => [a.number, a.trigger, a.succeeded])).toEqual([[9, "automatic", false], [10, "automatic", true]]);
+    expect((await attemptsOf(done.find((d) => d.event_id === whileDisabled._id).id)).map((a) => a.number)).toEqual([1]);
+    expect(rcv.requests.some((r) => r.headers["service-delivery"] === other._id)).toBe(false);
+
+    // msgsvc: a second run queues nothing; both runs are in the audit log.
+    const again = await runMsgsvc(t, ["webhooks", "recover", "--endpoint", ep.id, "--since", start, "--json"]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toEqual({ object: "delivery_recovery", recovered_count: 0, failed_count: 0, unattempted_count: 0, scanned_count: 3, dry_run: false, calls: 1 });
+    const audited = await t.service.db.collection("audit_log").find({ operation: "messaging.console.v1.DeliveryService/RecoverDeliveries", "request.endpoint_id": ep.id }).toArray();
+    expect(audited.map((a) => [a.outcome, a.request.dry_run])).toEqual(expect.arrayContaining([["ok", false], ["ok", true], ["failed_precondition", false]]));
+    const badUntil = await runMsgsvc(t, ["webhooks", "recover", "--endpoint", ep.id, "--since", "1h", "--until", "later"]);
+    expect(badUntil.code).not.toBe(0);
+    expect(badUntil.stderr).toContain("--until");
+  });
+
+  it("recovers a window of more than 10,000 events in several calls (msgsvc --dry-run)", async () => {
+    const ws = await t.createWorkspace();
+    const { webhook_endpoint: ep } = await endpoint(ws, "http://127.0.0.1:9/unused");
+    // Stored events as the event bus stores them, one millisecond apart, not published (no deliveries), after
+    // the endpoint's creation (moved back a minute).
+    const base = Date.now() - 60_000;
+    await t.service.db.collection("webhook_endpoints").updateOne({ _id: ep.id as any }, { $set: { created_at: new Date(base - 1000) } });
+    await t.service.db.collection("events").insertMany(
+      Array.from({ length: 10_001 }, (_, i) => ({ _id: crypto.randomUUID(), workspace_id: ws, type: "message.delivered", created_at: new Date(base + i), data: {}, body: "{}" })) as any[],
+    );
+    const one = await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:recoverDeliveries`, { since: new Date(base - 1).toISOString(), dry_run: true });
+    expect(one.json).toMatchObject({ scanned_count: 10_000, unattempted_count: 10_000, next_since: new Date(base + 10_000).toISOString() });
+    const cli = await runMsgsvc(t, ["webhooks", "recover", "--endpoint", ep.id, "--since", "2m", "--dry-run", "--json"]);
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(JSON.parse(cli.stdout)).toMatchObject({ recovered_count: 10_001, unattempted_count: 10_001, scanned_count: 10_001, dry_run: true, calls: 2 });
+    expect(await t.service.db.collection("webhook_deliveries").countDocuments({ endpoint_id: ep.id })).toBe(0);
   });
 
   it("retries on the schedule with the same bytes and id, and a fresh signature each time", async () => {

@@ -72,12 +72,17 @@ export function overlapMs(value: string): number {
   return overlap;
 }
 
-/** A `--since` value: a duration back from now ("1h", "30m", "7d") or an ISO 8601 time. */
-export function since(option: string | undefined) {
+/**
+ * A time option such as `--since` or `--until`: a duration back from now
+ * ("1h", "30m", "7d") or an ISO 8601 time; undefined when not given.
+ *
+ * @throws UsageError naming `name` when it is neither.
+ */
+export function since(option: string | undefined, name = "--since") {
   if (option === undefined) return undefined;
   const back = ms(option as ms.StringValue);
   const at = typeof back === "number" && back > 0 ? Date.now() - back : Date.parse(option);
-  if (Number.isNaN(at)) throw new UsageError(`--since: must be a duration such as 1h or 30m, or an ISO 8601 time, got ${JSON.stringify(option)}`);
+  if (Number.isNaN(at)) throw new UsageError(`${name}: must be a duration such as 1h or 30m, or an ISO 8601 time, got ${JSON.stringify(option)}`);
   return timestampFromDate(new Date(at));
 }
 

@@ -20,7 +20,7 @@ const SUCCESS_CHECK_INTERVAL_MS = 1000;
 
 /** A leased delivery to attempt: automatic attempt `number`, made under `lease`. */
 export interface LeasedDelivery {
-  delivery: Pick<DeliveryRecord, "_id" | "workspace_id" | "endpoint_id" | "event_id" | "event_type">;
+  delivery: Pick<DeliveryRecord, "_id" | "workspace_id" | "endpoint_id" | "event_id" | "event_type" | "schedule_start">;
   /** The event's stored envelope: the bytes sent and signed. */
   body: string;
   number: number;
@@ -95,9 +95,11 @@ export class Attempts {
   async run(leased: LeasedDelivery): Promise<void> {
     const { delivery, lease } = leased;
     let number = leased.number;
+    // The place of attempt `number` in the retry schedule, which a recovery starts afresh.
+    const place = (n: number) => n - (delivery.schedule_start ?? 1) + 1;
     if (leased.interruptedSince) {
       const outcome = interruptedOutcome(leased.interruptedSince);
-      const next = this.o.schedule.next(number, outcome);
+      const next = this.o.schedule.next(place(number), outcome);
       const keepLease = next !== null && next.getTime() <= this.o.clock.now().getTime();
       const url = (await this.o.cache.get(delivery.endpoint_id))?.url ?? "";
       await this.record({ delivery, trigger: "automatic", number, url, outcome, counts: false, automatic: { lease, next, keepLease } });
@@ -111,8 +113,8 @@ export class Attempts {
         return;
       }
       const outcome = await this.send(endpoint, delivery, leased.body);
-      const next = outcome.succeeded ? null : this.o.schedule.next(number, outcome);
-      const keepLease = next !== null && this.o.schedule.immediate(number);
+      const next = outcome.succeeded ? null : this.o.schedule.next(place(number), outcome);
+      const keepLease = next !== null && this.o.schedule.immediate(place(number));
       await this.record({ delivery, trigger: "automatic", number, url: endpoint.url, outcome, counts: true, automatic: { lease, next, keepLease } });
       if (!keepLease) return;
       number++;

@@ -1,6 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
   AttemptErrorKind,
   AttemptTrigger,
@@ -13,7 +13,7 @@ import { requireWorkspaceAccess } from "../console/console-access.js";
 import type { EventBus, EventType } from "../events/event-bus.js";
 import { enumValueFromJson } from "../gateway/rest-json.js";
 import { AttemptErrorKindSchema } from "../../gen/messaging/console/v1/deliveries_pb.js";
-import { invalidArgument, notFound } from "../shared/errors.js";
+import { apiError, invalidArgument, notFound } from "../shared/errors.js";
 import { isUuid } from "../shared/validation.js";
 import { listPage } from "../store/pagination.js";
 import type { AttemptRecord, DeliveryRecord, DeliveryStore } from "./delivery-store.js";
@@ -85,7 +85,8 @@ const DELIVERY_ID = /^dlv_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
  * Handlers of messaging.console.v1.DeliveryService (spec §Delivery rules
  * 3): deliveries of an endpoint or an event, one delivery, its attempts, a
  * manual retry (Dispatcher.retryManually), and a test event sent to one
- * endpoint (Dispatcher.sendTest; its type is checked by the contract).
+ * endpoint (Dispatcher.sendTest; its type is checked by the contract), and
+ * the recovery of an endpoint's deliveries in a window (Dispatcher.recover).
  */
 export function createDeliveryService(deps: {
   store: DeliveryStore;
@@ -136,6 +137,31 @@ export function createDeliveryService(deps: {
       requireWorkspaceAccess(context, endpoint.workspace_id, "write");
       const sent = await dispatcher.sendTest(endpoint, req.type as EventType);
       return { delivery: deliveryToProto(sent.delivery), ...(sent.attempt ? { attempt: attemptToProto(sent.attempt) } : {}) };
+    },
+    async recoverDeliveries(req, context) {
+      const endpoint = await requireEndpoint(endpoints, req.endpointId);
+      requireWorkspaceAccess(context, endpoint.workspace_id, "write");
+      const since = timestampDate(req.since!); // required by the contract
+      const until = req.until ? timestampDate(req.until) : new Date();
+      if (until.getTime() <= since.getTime()) throw invalidArgument("until", "must be after since");
+      const unselected = req.eventTypes.filter((type) => !endpoint.events.includes(type));
+      if (unselected.length > 0) {
+        throw invalidArgument("event_types", `each must be one of the endpoint's event types (${endpoint.events.join(", ")}); not ${unselected.join(", ")}`);
+      }
+      if (!endpoint.enabled) {
+        throw apiError("failed_precondition", `The endpoint ${endpoint._id} is disabled; enable it before recovering its deliveries`, { endpoint_id: endpoint._id });
+      }
+      const types = req.eventTypes.length > 0 ? [...req.eventTypes] : endpoint.events;
+      const r = await dispatcher.recover(endpoint, { since, until, types, dryRun: req.dryRun });
+      return {
+        object: "delivery_recovery",
+        recoveredCount: r.failed + r.unattempted,
+        failedCount: r.failed,
+        unattemptedCount: r.unattempted,
+        scannedCount: r.scanned,
+        dryRun: req.dryRun,
+        nextSince: ts(r.nextSince),
+      };
     },
     async listDeliveryAttempts(req, context) {
       const record = await requireDelivery(req.deliveryId);

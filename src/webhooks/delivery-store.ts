@@ -41,6 +41,12 @@ export interface DeliveryRecord {
   status: DeliveryState;
   /** Automatic attempts made (or interrupted) so far: the next one is number automatic_attempts + 1. */
   automatic_attempts: number;
+  /**
+   * The automatic attempt that began the current retry schedule: absent (1)
+   * until a recovery queues the failed delivery again (Dispatcher.recover),
+   * then the attempt after its last; the schedule counts from it.
+   */
+  schedule_start?: number;
   /** Every attempt made, automatic and manual. */
   attempt_count: number;
   /** Manual attempts made: the next one is m<manual_attempts + 1>. */

@@ -23,6 +23,35 @@ import { sampleEventData } from "./test-event.js";
  */
 const MAX_IN_FLIGHT = 2_000;
 
+/** Events one recovery looks at, at most; past it the caller goes on from nextSince (RecoverDeliveries). */
+export const MAX_RECOVERED_EVENTS = 10_000;
+/** Deliveries one recovery reads and writes at once. */
+const RECOVERY_CHUNK = 1_000;
+
+/** What a recovery covers (Dispatcher.recover). */
+export interface RecoveryRequest {
+  /** Events created at or after (the endpoint's creation at the earliest). */
+  since: Date;
+  /** Events created before. */
+  until: Date;
+  /** Event types, each selected by the endpoint. */
+  types: string[];
+  /** Count only. */
+  dryRun: boolean;
+}
+
+/** What a recovery queued again (or, in a dry run, would). */
+export interface Recovery {
+  /** Failed deliveries queued again with a fresh schedule. */
+  failed: number;
+  /** Events that had no delivery to the endpoint, now queued. */
+  unattempted: number;
+  /** Events of the window looked at. */
+  scanned: number;
+  /** Where the next call goes on when the window held more than MAX_RECOVERED_EVENTS; null otherwise. */
+  nextSince: Date | null;
+}
+
 /** The kind of the workers' recurring claim job (named `webhooks.claim:<process>`, see Scheduler.everyInThisProcess). */
 export const CLAIM_JOB = "webhooks.claim";
 
@@ -156,6 +185,64 @@ export class Dispatcher {
     const event = await this.o.events.collection.findOne({ _id: delivery.event_id }, { projection: { body: 1 } });
     if (!event) throw apiError("failed_precondition", `The event ${delivery.event_id} of this delivery no longer exists`);
     return this.attempts.manual(delivery, endpoint, event.body);
+  }
+
+  /**
+   * Recovers the endpoint's deliveries of events created in the window, of
+   * the given types, oldest first, at most MAX_RECOVERED_EVENTS (Svix's
+   * "recover"): a failed delivery is pending again, due now, its retry
+   * schedule started afresh (schedule_start: its attempt numbers go on); an
+   * event without a delivery to the endpoint (published while it was
+   * disabled, or before it selected the type) gets one, due now. Pending,
+   * succeeded and test deliveries, test events, and events older than the
+   * endpoint are left alone, so a second run queues nothing twice. Reads and
+   * writes RECOVERY_CHUNK deliveries a command; a dry run only reads. The
+   * claims attempt what was queued (at once in a worker).
+   */
+  async recover(endpoint: EndpointRecord, r: RecoveryRequest): Promise<Recovery> {
+    const { events, store, clock } = this.o;
+    const since = r.since.getTime() < endpoint.created_at.getTime() ? endpoint.created_at : r.since;
+    const found = await events.collection
+      .find(
+        { workspace_id: endpoint.workspace_id, created_at: { $gte: since, $lt: r.until }, type: { $in: r.types }, test: { $ne: true } },
+        { projection: { _id: 1, workspace_id: 1, type: 1, created_at: 1 }, sort: { created_at: 1, _id: 1 }, limit: MAX_RECOVERED_EVENTS + 1 },
+      )
+      .toArray();
+    const next = found.length > MAX_RECOVERED_EVENTS ? (found.pop() as StoredEvent) : null;
+    const recovery: Recovery = { failed: 0, unattempted: 0, scanned: found.length, nextSince: next?.created_at ?? null };
+    const now = clock.now();
+    for (let at = 0; at < found.length; at += RECOVERY_CHUNK) {
+      const chunk = found.slice(at, at + RECOVERY_CHUNK);
+      const ids = chunk.map((e) => deliveryId(e._id, endpoint._id));
+      const existing = new Map(
+        (await store.deliveries.find({ _id: { $in: ids } }, { projection: { status: 1, automatic_attempts: 1, test: 1 } }).toArray()).map((d) => [d._id, d]),
+      );
+      const failed = [...existing.values()].filter((d) => d.status === "failed" && d.test !== true);
+      const missing = chunk.filter((_, i) => !existing.has(ids[i] as string));
+      if (r.dryRun) {
+        recovery.failed += failed.length;
+        recovery.unattempted += missing.length;
+        continue;
+      }
+      recovery.unattempted += (await insertNew(store.deliveries, missing.map((e) => this.newDelivery(e, endpoint._id, now, null)))).filter(Boolean).length;
+      if (failed.length === 0) continue;
+      const requeued = await store.deliveries.bulkWrite(
+        failed.map((d) => ({
+          updateOne: {
+            // Compare-and-set on what was read: a delivery changed meanwhile is left as it is.
+            filter: { _id: d._id, status: "failed" as const, automatic_attempts: d.automatic_attempts },
+            update: { $set: { status: "pending" as const, next_attempt_at: now, schedule_start: d.automatic_attempts + 1, lease_owner: null, updated_at: now } },
+          },
+        })),
+        { ordered: false },
+      );
+      recovery.failed += requeued.modifiedCount;
+    }
+    if (!r.dryRun) {
+      this.o.logger.info({ endpointId: endpoint._id, ...recovery }, "webhook deliveries recovered");
+      this.claims.poke();
+    }
+    return recovery;
   }
 
   /**

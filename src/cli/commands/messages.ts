@@ -52,7 +52,7 @@ export function messageCommands(ctx: CliContext): Command {
         status: parseStatus(o.status),
         to: o.to,
         createdAfter: since(o.since),
-        createdBefore: since(o.until),
+        createdBefore: since(o.until, "--until"),
         pageSize: wholeNumber("--page-size", o.pageSize),
         pageToken: o.pageToken,
       });

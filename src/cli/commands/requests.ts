@@ -38,7 +38,7 @@ export function requestCommands(ctx: CliContext): Command {
         outcome: o.outcome === "ok" ? RequestOutcome.OK : o.outcome === "refused" ? RequestOutcome.REFUSED : RequestOutcome.UNSPECIFIED,
         errorCode: o.errorCode,
         since: since(o.since),
-        until: since(o.until),
+        until: since(o.until, "--until"),
         pageSize: wholeNumber("--page-size", o.pageSize),
         pageToken: o.pageToken,
       });

@@ -2,12 +2,12 @@ import { Command, Option } from "commander";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { WebhookEndpointSchema, ListWebhookEndpointsResponseSchema, WebhookEndpointService } from "../../../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { toRestJson } from "../../gateway/rest-json.js";
-import { overlapMs, splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
-import { DeliveryService } from "../../../gen/messaging/console/v1/deliveries_pb.js";
+import { overlapMs, since, splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
+import { DeliveryService, type RecoverDeliveriesResponse } from "../../../gen/messaging/console/v1/deliveries_pb.js";
 import { showAttempt } from "./deliveries.js";
 import { webhookListenCommand } from "./webhook-listen.js";
 
-/** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete, rotate-secret, test, listen. */
+/** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete, rotate-secret, test, recover, listen. */
 export function webhookCommands(ctx: CliContext): Command {
   const columns = ["id", "name", "url", "events", "enabled", "consecutive_failures", "last_success_at", "disabled_reason"];
   const client = () => ctx.client(WebhookEndpointService);
@@ -114,6 +114,47 @@ export function webhookCommands(ctx: CliContext): Command {
     .option("--json", "print JSON")
     .action(async (o: { endpoint: string; type: string; json?: boolean }) => {
       showAttempt(ctx, await ctx.client(DeliveryService).sendTestEvent({ endpointId: o.endpoint, type: o.type }), "test attempt", !!o.json);
+    });
+  webhooks
+    .command("recover")
+    .description("queue again an endpoint's failed deliveries, and events that never reached it, created in a window of time")
+    .requiredOption("--endpoint <id>", "endpoint whose deliveries to recover (whk_…)")
+    .requiredOption("--since <time>", "events created since: a duration back from now (2h, 3d) or an ISO 8601 time")
+    .option("--until <time>", "events created before: a duration back from now or an ISO 8601 time (default: now)")
+    .option("--events <list>", "only these comma-separated event types (default: all the endpoint selects)")
+    .option("--dry-run", "count what would be recovered; change nothing")
+    .option("--json", "print JSON (the sums over every call made)")
+    .action(async (o: { endpoint: string; since: string; until?: string; events?: string; dryRun?: boolean; json?: boolean }) => {
+      const until = since(o.until, "--until") ?? timestampFromDate(new Date());
+      const request = { endpointId: o.endpoint, until, eventTypes: o.events === undefined ? [] : splitList(o.events), dryRun: !!o.dryRun };
+      // One call looks at 10,000 events at most: go on from next_since until the window is done.
+      const sum = { recoveredCount: 0, failedCount: 0, unattemptedCount: 0, scannedCount: 0, calls: 0 };
+      let res: RecoverDeliveriesResponse | undefined;
+      for (let from = since(o.since); from !== undefined; from = res.nextSince) {
+        res = await ctx.client(DeliveryService).recoverDeliveries({ ...request, since: from });
+        sum.recoveredCount += res.recoveredCount;
+        sum.failedCount += res.failedCount;
+        sum.unattemptedCount += res.unattemptedCount;
+        sum.scannedCount += res.scannedCount;
+        sum.calls++;
+      }
+      if (o.json) {
+        const { recoveredCount, failedCount, unattemptedCount, scannedCount, calls } = sum;
+        return ctx.printJson({
+          object: "delivery_recovery",
+          recovered_count: recoveredCount,
+          failed_count: failedCount,
+          unattempted_count: unattemptedCount,
+          scanned_count: scannedCount,
+          dry_run: !!o.dryRun,
+          calls,
+        });
+      }
+      ctx.say(
+        `${o.dryRun ? "Would recover" : "Recovered"} ${sum.recoveredCount} deliveries of ${o.endpoint}: ` +
+          `${sum.failedCount} failed, ${sum.unattemptedCount} never attempted (${sum.scannedCount} events looked at).`,
+        false,
+      );
     });
   webhooks.addCommand(webhookListenCommand(ctx));
   return webhooks;

@@ -423,6 +423,7 @@ async function deliveriesCard(endpoint, canEdit) {
   });
   return el("section", { class: "card", "data-test": "deliveries" }, el("h2", {}, `Deliveries to ${endpoint.name}`),
     canEdit ? testEventControl(endpoint) : null,
+    canEdit ? recoverControl(endpoint) : null,
     rows.length === 0 ? el("p", { class: "muted" }, "No deliveries yet.") :
       table(["Event", "Status", "Attempts", "Last attempt", "Next attempt", ""], rows.flat()));
 }
@@ -445,6 +446,41 @@ function testEventControl(endpoint) {
     }
   };
   return el("p", { class: "roll" }, type, " ", el("button", { onclick: send }, "Send test event"), " ", outcome);
+}
+
+/**
+ * "Recover": the endpoint's failed deliveries, and events that never reached it, of a chosen past window, queued
+ * again; "Count" answers how many without changing anything. One call looks at 10,000 events at most, so it goes
+ * on from next_since until the window is done.
+ */
+function recoverControl(endpoint) {
+  const window = el("select", { "aria-label": "Recover events of", "data-test": "recover-window" },
+    [["3600000", "last hour"], ["86400000", "last 24 h"], ["604800000", "last 7 days"]].map(([v, label]) => el("option", { value: v }, label)));
+  const outcome = el("span", { class: "muted", "data-test": "recover-outcome" });
+  const recover = (dryRun) => async (event) => {
+    if (!dryRun && !confirmed(`Queue again the failed deliveries of "${endpoint.name}", and the events that never reached it, of the ${window.selectedOptions[0].textContent}?`)) return;
+    event.target.disabled = true;
+    try {
+      const until = new Date().toISOString();
+      const sum = { recovered: 0, failed: 0, unattempted: 0 };
+      let since = new Date(Date.now() - Number(window.value)).toISOString();
+      while (since) {
+        const res = await api("POST", `/console/v1/webhook_endpoints/${endpoint.id}:recoverDeliveries`, { since, until, dry_run: dryRun });
+        sum.recovered += res.recovered_count;
+        sum.failed += res.failed_count;
+        sum.unattempted += res.unattempted_count;
+        since = res.next_since;
+      }
+      // The list is left as it is, so that the answer stays in view; the recovered deliveries show on the next visit.
+      outcome.textContent = `${dryRun ? "would recover" : "recovered"} ${sum.recovered} (${sum.failed} failed, ${sum.unattempted} never attempted)`;
+    } catch (err) {
+      outcome.replaceChildren(errorLine(err));
+    } finally {
+      event.target.disabled = false;
+    }
+  };
+  return el("p", { class: "roll" }, window, " ", el("button", { onclick: recover(true) }, "Count"), " ",
+    el("button", { onclick: recover(false) }, "Recover"), " ", outcome);
 }
 
 async function renderRefused(body) {

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file messaging/console/v1/deliveries.proto.
  */
 export const file_messaging_console_v1_deliveries: GenFile = /*@__PURE__*/
-  fileDesc("CiVtZXNzYWdpbmcvY29uc29sZS92MS9kZWxpdmVyaWVzLnByb3RvEhRtZXNzYWdpbmcuY29uc29sZS52MSKnBAoIRGVsaXZlcnkSDwoCaWQYASABKAlCA+BBAxITCgZvYmplY3QYAiABKAlCA+BBAxIZCgx3b3Jrc3BhY2VfaWQYAyABKAlCA+BBAxIYCgtlbmRwb2ludF9pZBgEIAEoCUID4EEDEhUKCGV2ZW50X2lkGAUgASgJQgPgQQMSFwoKZXZlbnRfdHlwZRgGIAEoCUID4EEDEjkKBnN0YXR1cxgHIAEoDjIkLm1lc3NhZ2luZy5jb25zb2xlLnYxLkRlbGl2ZXJ5U3RhdHVzQgPgQQMSGgoNYXR0ZW1wdF9jb3VudBgIIAEoBUID4EEDEjgKD2xhc3RfYXR0ZW1wdF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIiChBsYXN0X2h0dHBfc3RhdHVzGAogASgFQgPgQQNIAIgBARJECg9sYXN0X2Vycm9yX2tpbmQYCyABKA4yJi5tZXNzYWdpbmcuY29uc29sZS52MS5BdHRlbXB0RXJyb3JLaW5kQgPgQQMSOAoPbmV4dF9hdHRlbXB0X2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjMKCmNyZWF0ZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSEQoEdGVzdBgOIAEoCEID4EEDQhMKEV9sYXN0X2h0dHBfc3RhdHVzIpEFCg9EZWxpdmVyeUF0dGVtcHQSDwoCaWQYASABKAlCA+BBAxITCgZvYmplY3QYAiABKAlCA+BBAxIYCgtkZWxpdmVyeV9pZBgDIAEoCUID4EEDEhgKC2VuZHBvaW50X2lkGAQgASgJQgPgQQMSFQoIZXZlbnRfaWQYBSABKAlCA+BBAxITCgZudW1iZXIYBiABKAVCA+BBAxI6Cgd0cmlnZ2VyGAcgASgOMiQubWVzc2FnaW5nLmNvbnNvbGUudjEuQXR0ZW1wdFRyaWdnZXJCA+BBAxIQCgN1cmwYCCABKAlCA+BBAxIzCgpzdGFydGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEh0KC2R1cmF0aW9uX21zGAogASgFQgPgQQNIAIgBARIdCgtodHRwX3N0YXR1cxgLIAEoBUID4EEDSAGIAQESHwoNcmVzcG9uc2VfYm9keRgMIAEoCUID4EEDSAKIAQESPwoKZXJyb3Jfa2luZBgNIAEoDjImLm1lc3NhZ2luZy5jb25zb2xlLnYxLkF0dGVtcHRFcnJvcktpbmRCA+BBAxIfCg1lcnJvcl9tZXNzYWdlGA4gASgJQgPgQQNIA4gBARIWCglzdWNjZWVkZWQYDyABKAhCA+BBAxIeChFkaXNhYmxlZF9lbmRwb2ludBgQIAEoCEID4EEDEjgKD25leHRfYXR0ZW1wdF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBA0IOCgxfZHVyYXRpb25fbXNCDgoMX2h0dHBfc3RhdHVzQhAKDl9yZXNwb25zZV9ib2R5QhAKDl9lcnJvcl9tZXNzYWdlIoABChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSGAoLZW5kcG9pbnRfaWQYASABKAlCA+BBARIVCghldmVudF9pZBgCIAEoCUID4EEBEh0KCXBhZ2Vfc2l6ZRgDIAEoBUIK4EEBukgEGgIoABIXCgpwYWdlX3Rva2VuGAQgASgJQgPgQQEilwEKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEiwKBGRhdGEYAiADKAsyHi5tZXNzYWdpbmcuY29uc29sZS52MS5EZWxpdmVyeRINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIiUKEkdldERlbGl2ZXJ5UmVxdWVzdBIPCgJpZBgBIAEoCUID4EECIkcKE0dldERlbGl2ZXJ5UmVzcG9uc2USMAoIZGVsaXZlcnkYASABKAsyHi5tZXNzYWdpbmcuY29uc29sZS52MS5EZWxpdmVyeSInChRSZXRyeURlbGl2ZXJ5UmVxdWVzdBIPCgJpZBgBIAEoCUID4EECIoEBChVSZXRyeURlbGl2ZXJ5UmVzcG9uc2USNgoHYXR0ZW1wdBgBIAEoCzIlLm1lc3NhZ2luZy5jb25zb2xlLnYxLkRlbGl2ZXJ5QXR0ZW1wdBIwCghkZWxpdmVyeRgCIAEoCzIeLm1lc3NhZ2luZy5jb25zb2xlLnYxLkRlbGl2ZXJ5IqkBChRTZW5kVGVzdEV2ZW50UmVxdWVzdBIYCgtlbmRwb2ludF9pZBgBIAEoCUID4EECEncKBHR5cGUYAiABKAlCaeBBArpIY3JhUgxtZXNzYWdlLnNlbnRSEW1lc3NhZ2UuZGVsaXZlcmVkUgxtZXNzYWdlLnJlYWRSDm1lc3NhZ2UuZmFpbGVkUhBtZXNzYWdlLnJlY2VpdmVkUg5mbG93LmNvbXBsZXRlZCKBAQoVU2VuZFRlc3RFdmVudFJlc3BvbnNlEjAKCGRlbGl2ZXJ5GAEgASgLMh4ubWVzc2FnaW5nLmNvbnNvbGUudjEuRGVsaXZlcnkSNgoHYXR0ZW1wdBgCIAEoCzIlLm1lc3NhZ2luZy5jb25zb2xlLnYxLkRlbGl2ZXJ5QXR0ZW1wdCJvChtMaXN0RGVsaXZlcnlBdHRlbXB0c1JlcXVlc3QSGAoLZGVsaXZlcnlfaWQYASABKAlCA+BBARIdCglwYWdlX3NpemUYAiABKAVCCuBBAbpIBBoCKAASFwoKcGFnZV90b2tlbhgDIAEoCUID4EEBIqQBChxMaXN0RGVsaXZlcnlBdHRlbXB0c1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIzCgRkYXRhGAIgAygLMiUubWVzc2FnaW5nLmNvbnNvbGUudjEuRGVsaXZlcnlBdHRlbXB0Eg0KBXRvdGFsGAMgASgFEhwKD25leHRfcGFnZV90b2tlbhgEIAEoCUgAiAEBQhIKEF9uZXh0X3BhZ2VfdG9rZW4qpwEKDkRlbGl2ZXJ5U3RhdHVzEh8KG0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0RFTElWRVJZX1NUQVRVU19QRU5ESU5HEAESHQoZREVMSVZFUllfU1RBVFVTX1NVQ0NFRURFRBACEhoKFkRFTElWRVJZX1NUQVRVU19GQUlMRUQQAxIcChhERUxJVkVSWV9TVEFUVVNfQ0FOQ0VMRUQQBCpsCg5BdHRlbXB0VHJpZ2dlchIfChtBVFRFTVBUX1RSSUdHRVJfVU5TUEVDSUZJRUQQABIdChlBVFRFTVBUX1RSSUdHRVJfQVVUT01BVElDEAESGgoWQVRURU1QVF9UUklHR0VSX01BTlVBTBACKpMDChBBdHRlbXB0RXJyb3JLaW5kEiIKHkFUVEVNUFRfRVJST1JfS0lORF9VTlNQRUNJRklFRBAAEiIKHkFUVEVNUFRfRVJST1JfS0lORF9IVFRQX1NUQVRVUxABEh8KG0FUVEVNUFRfRVJST1JfS0lORF9SRURJUkVDVBACEh4KGkFUVEVNUFRfRVJST1JfS0lORF9USU1FT1VUEAMSKQolQVRURU1QVF9FUlJPUl9LSU5EX0NPTk5FQ1RJT05fUkVGVVNFRBAEEicKI0FUVEVNUFRfRVJST1JfS0lORF9DT05ORUNUSU9OX1JFU0VUEAUSGgoWQVRURU1QVF9FUlJPUl9LSU5EX0ROUxAGEhoKFkFUVEVNUFRfRVJST1JfS0lORF9UTFMQBxImCiJBVFRFTVBUX0VSUk9SX0tJTkRfQkxPQ0tFRF9BRERSRVNTEAgSHgoaQVRURU1QVF9FUlJPUl9LSU5EX05FVFdPUksQCRIiCh5BVFRFTVBUX0VSUk9SX0tJTkRfSU5URVJSVVBURUQQCjK0BgoPRGVsaXZlcnlTZXJ2aWNlEosBCg5MaXN0RGVsaXZlcmllcxIrLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3REZWxpdmVyaWVzUmVxdWVzdBosLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2UiHoLT5JMCGBIWL2NvbnNvbGUvdjEvZGVsaXZlcmllcxKRAQoLR2V0RGVsaXZlcnkSKC5tZXNzYWdpbmcuY29uc29sZS52MS5HZXREZWxpdmVyeVJlcXVlc3QaKS5tZXNzYWdpbmcuY29uc29sZS52MS5HZXREZWxpdmVyeVJlc3BvbnNlIi2C0+STAidiCGRlbGl2ZXJ5EhsvY29uc29sZS92MS9kZWxpdmVyaWVzL3tpZH0SlgEKDVJldHJ5RGVsaXZlcnkSKi5tZXNzYWdpbmcuY29uc29sZS52MS5SZXRyeURlbGl2ZXJ5UmVxdWVzdBorLm1lc3NhZ2luZy5jb25zb2xlLnYxLlJldHJ5RGVsaXZlcnlSZXNwb25zZSIsgtPkkwImOgEqIiEvY29uc29sZS92MS9kZWxpdmVyaWVzL3tpZH06cmV0cnkSrgEKDVNlbmRUZXN0RXZlbnQSKi5tZXNzYWdpbmcuY29uc29sZS52MS5TZW5kVGVzdEV2ZW50UmVxdWVzdBorLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRUZXN0RXZlbnRSZXNwb25zZSJEgtPkkwI+OgEqIjkvY29uc29sZS92MS93ZWJob29rX2VuZHBvaW50cy97ZW5kcG9pbnRfaWR9OnNlbmRUZXN0RXZlbnQStAEKFExpc3REZWxpdmVyeUF0dGVtcHRzEjEubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXF1ZXN0GjIubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXNwb25zZSI1gtPkkwIvEi0vY29uc29sZS92MS9kZWxpdmVyaWVzL3tkZWxpdmVyeV9pZH0vYXR0ZW1wdHNiBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_timestamp]);
+  fileDesc("CiVtZXNzYWdpbmcvY29uc29sZS92MS9kZWxpdmVyaWVzLnByb3RvEhRtZXNzYWdpbmcuY29uc29sZS52MSKnBAoIRGVsaXZlcnkSDwoCaWQYASABKAlCA+BBAxITCgZvYmplY3QYAiABKAlCA+BBAxIZCgx3b3Jrc3BhY2VfaWQYAyABKAlCA+BBAxIYCgtlbmRwb2ludF9pZBgEIAEoCUID4EEDEhUKCGV2ZW50X2lkGAUgASgJQgPgQQMSFwoKZXZlbnRfdHlwZRgGIAEoCUID4EEDEjkKBnN0YXR1cxgHIAEoDjIkLm1lc3NhZ2luZy5jb25zb2xlLnYxLkRlbGl2ZXJ5U3RhdHVzQgPgQQMSGgoNYXR0ZW1wdF9jb3VudBgIIAEoBUID4EEDEjgKD2xhc3RfYXR0ZW1wdF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIiChBsYXN0X2h0dHBfc3RhdHVzGAogASgFQgPgQQNIAIgBARJECg9sYXN0X2Vycm9yX2tpbmQYCyABKA4yJi5tZXNzYWdpbmcuY29uc29sZS52MS5BdHRlbXB0RXJyb3JLaW5kQgPgQQMSOAoPbmV4dF9hdHRlbXB0X2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjMKCmNyZWF0ZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSEQoEdGVzdBgOIAEoCEID4EEDQhMKEV9sYXN0X2h0dHBfc3RhdHVzIpEFCg9EZWxpdmVyeUF0dGVtcHQSDwoCaWQYASABKAlCA+BBAxITCgZvYmplY3QYAiABKAlCA+BBAxIYCgtkZWxpdmVyeV9pZBgDIAEoCUID4EEDEhgKC2VuZHBvaW50X2lkGAQgASgJQgPgQQMSFQoIZXZlbnRfaWQYBSABKAlCA+BBAxITCgZudW1iZXIYBiABKAVCA+BBAxI6Cgd0cmlnZ2VyGAcgASgOMiQubWVzc2FnaW5nLmNvbnNvbGUudjEuQXR0ZW1wdFRyaWdnZXJCA+BBAxIQCgN1cmwYCCABKAlCA+BBAxIzCgpzdGFydGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEh0KC2R1cmF0aW9uX21zGAogASgFQgPgQQNIAIgBARIdCgtodHRwX3N0YXR1cxgLIAEoBUID4EEDSAGIAQESHwoNcmVzcG9uc2VfYm9keRgMIAEoCUID4EEDSAKIAQESPwoKZXJyb3Jfa2luZBgNIAEoDjImLm1lc3NhZ2luZy5jb25zb2xlLnYxLkF0dGVtcHRFcnJvcktpbmRCA+BBAxIfCg1lcnJvcl9tZXNzYWdlGA4gASgJQgPgQQNIA4gBARIWCglzdWNjZWVkZWQYDyABKAhCA+BBAxIeChFkaXNhYmxlZF9lbmRwb2ludBgQIAEoCEID4EEDEjgKD25leHRfYXR0ZW1wdF9hdBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBA0IOCgxfZHVyYXRpb25fbXNCDgoMX2h0dHBfc3RhdHVzQhAKDl9yZXNwb25zZV9ib2R5QhAKDl9lcnJvcl9tZXNzYWdlIoABChVMaXN0RGVsaXZlcmllc1JlcXVlc3QSGAoLZW5kcG9pbnRfaWQYASABKAlCA+BBARIVCghldmVudF9pZBgCIAEoCUID4EEBEh0KCXBhZ2Vfc2l6ZRgDIAEoBUIK4EEBukgEGgIoABIXCgpwYWdlX3Rva2VuGAQgASgJQgPgQQEilwEKFkxpc3REZWxpdmVyaWVzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEiwKBGRhdGEYAiADKAsyHi5tZXNzYWdpbmcuY29uc29sZS52MS5EZWxpdmVyeRINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIiUKEkdldERlbGl2ZXJ5UmVxdWVzdBIPCgJpZBgBIAEoCUID4EECIkcKE0dldERlbGl2ZXJ5UmVzcG9uc2USMAoIZGVsaXZlcnkYASABKAsyHi5tZXNzYWdpbmcuY29uc29sZS52MS5EZWxpdmVyeSInChRSZXRyeURlbGl2ZXJ5UmVxdWVzdBIPCgJpZBgBIAEoCUID4EECIoEBChVSZXRyeURlbGl2ZXJ5UmVzcG9uc2USNgoHYXR0ZW1wdBgBIAEoCzIlLm1lc3NhZ2luZy5jb25zb2xlLnYxLkRlbGl2ZXJ5QXR0ZW1wdBIwCghkZWxpdmVyeRgCIAEoCzIeLm1lc3NhZ2luZy5jb25zb2xlLnYxLkRlbGl2ZXJ5IqkBChRTZW5kVGVzdEV2ZW50UmVxdWVzdBIYCgtlbmRwb2ludF9pZBgBIAEoCUID4EECEncKBHR5cGUYAiABKAlCaeBBArpIY3JhUgxtZXNzYWdlLnNlbnRSEW1lc3NhZ2UuZGVsaXZlcmVkUgxtZXNzYWdlLnJlYWRSDm1lc3NhZ2UuZmFpbGVkUhBtZXNzYWdlLnJlY2VpdmVkUg5mbG93LmNvbXBsZXRlZCKBAQoVU2VuZFRlc3RFdmVudFJlc3BvbnNlEjAKCGRlbGl2ZXJ5GAEgASgLMh4ubWVzc2FnaW5nLmNvbnNvbGUudjEuRGVsaXZlcnkSNgoHYXR0ZW1wdBgCIAEoCzIlLm1lc3NhZ2luZy5jb25zb2xlLnYxLkRlbGl2ZXJ5QXR0ZW1wdCK4AgoYUmVjb3ZlckRlbGl2ZXJpZXNSZXF1ZXN0EhgKC2VuZHBvaW50X2lkGAEgASgJQgPgQQISNAoFc2luY2UYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgngQQK6SAPIAQESLgoFdW50aWwYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQEShQEKC2V2ZW50X3R5cGVzGAQgAygJQnDgQQG6SGqSAWcYASJjcmFSDG1lc3NhZ2Uuc2VudFIRbWVzc2FnZS5kZWxpdmVyZWRSDG1lc3NhZ2UucmVhZFIObWVzc2FnZS5mYWlsZWRSEG1lc3NhZ2UucmVjZWl2ZWRSDmZsb3cuY29tcGxldGVkEhQKB2RyeV9ydW4YBSABKAhCA+BBASLNAQoZUmVjb3ZlckRlbGl2ZXJpZXNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSFwoPcmVjb3ZlcmVkX2NvdW50GAIgASgFEhQKDGZhaWxlZF9jb3VudBgDIAEoBRIZChF1bmF0dGVtcHRlZF9jb3VudBgEIAEoBRIVCg1zY2FubmVkX2NvdW50GAUgASgFEg8KB2RyeV9ydW4YBiABKAgSLgoKbmV4dF9zaW5jZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAibwobTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXF1ZXN0EhgKC2RlbGl2ZXJ5X2lkGAEgASgJQgPgQQESHQoJcGFnZV9zaXplGAIgASgFQgrgQQG6SAQaAigAEhcKCnBhZ2VfdG9rZW4YAyABKAlCA+BBASKkAQocTGlzdERlbGl2ZXJ5QXR0ZW1wdHNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSMwoEZGF0YRgCIAMoCzIlLm1lc3NhZ2luZy5jb25zb2xlLnYxLkRlbGl2ZXJ5QXR0ZW1wdBINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuKqcBCg5EZWxpdmVyeVN0YXR1cxIfChtERUxJVkVSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdERUxJVkVSWV9TVEFUVVNfUEVORElORxABEh0KGURFTElWRVJZX1NUQVRVU19TVUNDRUVERUQQAhIaChZERUxJVkVSWV9TVEFUVVNfRkFJTEVEEAMSHAoYREVMSVZFUllfU1RBVFVTX0NBTkNFTEVEEAQqbAoOQXR0ZW1wdFRyaWdnZXISHwobQVRURU1QVF9UUklHR0VSX1VOU1BFQ0lGSUVEEAASHQoZQVRURU1QVF9UUklHR0VSX0FVVE9NQVRJQxABEhoKFkFUVEVNUFRfVFJJR0dFUl9NQU5VQUwQAiqTAwoQQXR0ZW1wdEVycm9yS2luZBIiCh5BVFRFTVBUX0VSUk9SX0tJTkRfVU5TUEVDSUZJRUQQABIiCh5BVFRFTVBUX0VSUk9SX0tJTkRfSFRUUF9TVEFUVVMQARIfChtBVFRFTVBUX0VSUk9SX0tJTkRfUkVESVJFQ1QQAhIeChpBVFRFTVBUX0VSUk9SX0tJTkRfVElNRU9VVBADEikKJUFUVEVNUFRfRVJST1JfS0lORF9DT05ORUNUSU9OX1JFRlVTRUQQBBInCiNBVFRFTVBUX0VSUk9SX0tJTkRfQ09OTkVDVElPTl9SRVNFVBAFEhoKFkFUVEVNUFRfRVJST1JfS0lORF9ETlMQBhIaChZBVFRFTVBUX0VSUk9SX0tJTkRfVExTEAcSJgoiQVRURU1QVF9FUlJPUl9LSU5EX0JMT0NLRURfQUREUkVTUxAIEh4KGkFUVEVNUFRfRVJST1JfS0lORF9ORVRXT1JLEAkSIgoeQVRURU1QVF9FUlJPUl9LSU5EX0lOVEVSUlVQVEVEEAoy9QcKD0RlbGl2ZXJ5U2VydmljZRKLAQoOTGlzdERlbGl2ZXJpZXMSKy5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaLC5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0RGVsaXZlcmllc1Jlc3BvbnNlIh6C0+STAhgSFi9jb25zb2xlL3YxL2RlbGl2ZXJpZXMSkQEKC0dldERlbGl2ZXJ5EigubWVzc2FnaW5nLmNvbnNvbGUudjEuR2V0RGVsaXZlcnlSZXF1ZXN0GikubWVzc2FnaW5nLmNvbnNvbGUudjEuR2V0RGVsaXZlcnlSZXNwb25zZSItgtPkkwInYghkZWxpdmVyeRIbL2NvbnNvbGUvdjEvZGVsaXZlcmllcy97aWR9EpYBCg1SZXRyeURlbGl2ZXJ5EioubWVzc2FnaW5nLmNvbnNvbGUudjEuUmV0cnlEZWxpdmVyeVJlcXVlc3QaKy5tZXNzYWdpbmcuY29uc29sZS52MS5SZXRyeURlbGl2ZXJ5UmVzcG9uc2UiLILT5JMCJjoBKiIhL2NvbnNvbGUvdjEvZGVsaXZlcmllcy97aWR9OnJldHJ5Eq4BCg1TZW5kVGVzdEV2ZW50EioubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZFRlc3RFdmVudFJlcXVlc3QaKy5tZXNzYWdpbmcuY29uc29sZS52MS5TZW5kVGVzdEV2ZW50UmVzcG9uc2UiRILT5JMCPjoBKiI5L2NvbnNvbGUvdjEvd2ViaG9va19lbmRwb2ludHMve2VuZHBvaW50X2lkfTpzZW5kVGVzdEV2ZW50Er4BChFSZWNvdmVyRGVsaXZlcmllcxIuLm1lc3NhZ2luZy5jb25zb2xlLnYxLlJlY292ZXJEZWxpdmVyaWVzUmVxdWVzdBovLm1lc3NhZ2luZy5jb25zb2xlLnYxLlJlY292ZXJEZWxpdmVyaWVzUmVzcG9uc2UiSILT5JMCQjoBKiI9L2NvbnNvbGUvdjEvd2ViaG9va19lbmRwb2ludHMve2VuZHBvaW50X2lkfTpyZWNvdmVyRGVsaXZlcmllcxK0AQoUTGlzdERlbGl2ZXJ5QXR0ZW1wdHMSMS5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0RGVsaXZlcnlBdHRlbXB0c1JlcXVlc3QaMi5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0RGVsaXZlcnlBdHRlbXB0c1Jlc3BvbnNlIjWC0+STAi8SLS9jb25zb2xlL3YxL2RlbGl2ZXJpZXMve2RlbGl2ZXJ5X2lkfS9hdHRlbXB0c2IGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_timestamp]);
 
 /**
  * One event on its way to one endpoint.
@@ -176,7 +176,8 @@ export type DeliveryAttempt = Message<"messaging.console.v1.DeliveryAttempt"> & 
 
   /**
    * Automatic attempts: 1 (at once) to 8 (the seventh retry, by the default
-   * schedule); manual attempts are numbered 1, 2, … on their own.
+   * schedule), and on from there after a recovery (RecoverDeliveries); manual
+   * attempts are numbered 1, 2, … on their own.
    *
    * @generated from field: int32 number = 6;
    */
@@ -503,6 +504,123 @@ export const SendTestEventResponseSchema: GenMessage<SendTestEventResponse> = /*
   messageDesc(file_messaging_console_v1_deliveries, 9);
 
 /**
+ * Request of RecoverDeliveries.
+ *
+ * @generated from message messaging.console.v1.RecoverDeliveriesRequest
+ */
+export type RecoverDeliveriesRequest = Message<"messaging.console.v1.RecoverDeliveriesRequest"> & {
+  /**
+   * Endpoint whose deliveries to recover. Shape: whk_<uuid>.
+   *
+   * @generated from field: string endpoint_id = 1;
+   */
+  endpointId: string;
+
+  /**
+   * Events created at or after this time (a time before the endpoint's
+   * creation means its creation).
+   *
+   * @generated from field: google.protobuf.Timestamp since = 2;
+   */
+  since?: Timestamp | undefined;
+
+  /**
+   * Events created before this time; unset means now. After since.
+   *
+   * @generated from field: google.protobuf.Timestamp until = 3;
+   */
+  until?: Timestamp | undefined;
+
+  /**
+   * Only events of these types, each one the endpoint selects; empty means
+   * all it selects.
+   *
+   * @generated from field: repeated string event_types = 4;
+   */
+  eventTypes: string[];
+
+  /**
+   * Count only: nothing is queued.
+   *
+   * @generated from field: bool dry_run = 5;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Describes the message messaging.console.v1.RecoverDeliveriesRequest.
+ * Use `create(RecoverDeliveriesRequestSchema)` to create a new message.
+ */
+export const RecoverDeliveriesRequestSchema: GenMessage<RecoverDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_deliveries, 10);
+
+/**
+ * Response of RecoverDeliveries.
+ *
+ * @generated from message messaging.console.v1.RecoverDeliveriesResponse
+ */
+export type RecoverDeliveriesResponse = Message<"messaging.console.v1.RecoverDeliveriesResponse"> & {
+  /**
+   * Always "delivery_recovery".
+   *
+   * @generated from field: string object = 1;
+   */
+  object: string;
+
+  /**
+   * Deliveries queued again (with dry_run: that would be): failed_count +
+   * unattempted_count.
+   *
+   * @generated from field: int32 recovered_count = 2;
+   */
+  recoveredCount: number;
+
+  /**
+   * Of them, deliveries that had failed.
+   *
+   * @generated from field: int32 failed_count = 3;
+   */
+  failedCount: number;
+
+  /**
+   * Of them, events that had never become a delivery to the endpoint.
+   *
+   * @generated from field: int32 unattempted_count = 4;
+   */
+  unattemptedCount: number;
+
+  /**
+   * Events of the window looked at (of the endpoint's types).
+   *
+   * @generated from field: int32 scanned_count = 5;
+   */
+  scannedCount: number;
+
+  /**
+   * Whether nothing was changed.
+   *
+   * @generated from field: bool dry_run = 6;
+   */
+  dryRun: boolean;
+
+  /**
+   * Set when the window holds more events than one call looks at: call
+   * again with this as since (and the same until) to go on; null when the
+   * whole window was looked at.
+   *
+   * @generated from field: google.protobuf.Timestamp next_since = 7;
+   */
+  nextSince?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.RecoverDeliveriesResponse.
+ * Use `create(RecoverDeliveriesResponseSchema)` to create a new message.
+ */
+export const RecoverDeliveriesResponseSchema: GenMessage<RecoverDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_deliveries, 11);
+
+/**
  * Request of ListDeliveryAttempts.
  *
  * @generated from message messaging.console.v1.ListDeliveryAttemptsRequest
@@ -535,7 +653,7 @@ export type ListDeliveryAttemptsRequest = Message<"messaging.console.v1.ListDeli
  * Use `create(ListDeliveryAttemptsRequestSchema)` to create a new message.
  */
 export const ListDeliveryAttemptsRequestSchema: GenMessage<ListDeliveryAttemptsRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_deliveries, 10);
+  messageDesc(file_messaging_console_v1_deliveries, 12);
 
 /**
  * List envelope of attempts.
@@ -577,7 +695,7 @@ export type ListDeliveryAttemptsResponse = Message<"messaging.console.v1.ListDel
  * Use `create(ListDeliveryAttemptsResponseSchema)` to create a new message.
  */
 export const ListDeliveryAttemptsResponseSchema: GenMessage<ListDeliveryAttemptsResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_deliveries, 11);
+  messageDesc(file_messaging_console_v1_deliveries, 13);
 
 /**
  * Status of a delivery. In JSON: "pending", "succeeded", "failed", "canceled".
@@ -813,6 +931,26 @@ export const DeliveryService: GenService<{
     methodKind: "unary";
     input: typeof SendTestEventRequestSchema;
     output: typeof SendTestEventResponseSchema;
+  },
+  /**
+   * Recovers an endpoint's deliveries in a window of event times (as Svix's
+   * recover does): every event of the window, of a type the endpoint selects
+   * (event_types narrows them), that did not reach it is queued again, due
+   * at once, with a fresh retry schedule: deliveries that failed, and events
+   * that never became a delivery to it (published while it was disabled, or
+   * before it selected their type). Pending and succeeded deliveries, test
+   * events and events older than the endpoint are left alone, so running it
+   * twice queues nothing twice. At most 10,000 events a call, oldest first:
+   * when the window holds more, next_since says where to go on. dry_run
+   * answers the counts and changes nothing. Refused with
+   * failed_precondition while the endpoint is disabled (enable it first).
+   *
+   * @generated from rpc messaging.console.v1.DeliveryService.RecoverDeliveries
+   */
+  recoverDeliveries: {
+    methodKind: "unary";
+    input: typeof RecoverDeliveriesRequestSchema;
+    output: typeof RecoverDeliveriesResponseSchema;
   },
   /**
    * Lists the attempts of a delivery, newest first.
