@@ -277,6 +277,17 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     await page.click("button:has-text('Recover')");
     await expect.poll(() => page.textContent("[data-test=recover-outcome]")).toBe("recovered 1 (0 failed, 1 never attempted)");
     await eventually(async () => receiver.requests.find((r) => r.headers["service-delivery"] === missed._id));
+
+    // A rate limit set in the endpoint's row, then removed.
+    const getEndpoint = async () => (await rest(t.consoleUrl, "GET", `/console/v1/webhook_endpoints/${endpointId}`, { key: TEST_CONSOLE_TOKEN })).json;
+    await page.fill(`tr[data-endpoint-id='${endpointId}'] [data-test=rate-limit]`, "7");
+    await page.click(`tr[data-endpoint-id='${endpointId}'] button:has-text("Set limit")`);
+    await expect.poll(() => page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=rate-limit-now]`)).toBe("at most 7 attempts/s");
+    expect((await getEndpoint()).rate_limit).toBe(7);
+    await page.fill(`tr[data-endpoint-id='${endpointId}'] [data-test=rate-limit]`, "");
+    await page.click(`tr[data-endpoint-id='${endpointId}'] button:has-text("Set limit")`);
+    await expect.poll(() => page.textContent(`tr[data-endpoint-id='${endpointId}'] [data-test=rate-limit-now]`)).toBe("no rate limit");
+    expect((await getEndpoint()).rate_limit).toBeNull();
   });
 
   it("manages console users and shows the audit log", async () => {

@@ -118,7 +118,7 @@ describe("endpoint validation", () => {
     const renamed = await consoleRest("PATCH", `/console/v1/webhook_endpoints/${id}`, { name: "renamed" });
     expect(renamed.json).toMatchObject({ name: "renamed", url: "https://example.com/hook" });
     const unknown = await consoleRest("PATCH", `/console/v1/webhook_endpoints/${id}?update_mask=secret_hint`, {});
-    expect(unknown.json.error.details.field_violations).toEqual([{ field: "update_mask[0]", description: 'must be one of name, url, events (got "secret_hint")' }]);
+    expect(unknown.json.error.details.field_violations).toEqual([{ field: "update_mask[0]", description: 'must be one of name, url, events, rate_limit (got "secret_hint")' }]);
     const reason = await consoleRest("POST", `/console/v1/webhook_endpoints/${id}:disable`, { reason: "x".repeat(501) });
     expect(reason.json.error.details).toMatchObject({ field: "reason", rule: "must be at most 500 characters" });
     const disabled = await consoleRest("POST", `/console/v1/webhook_endpoints/${id}:disable`, { reason: "maintenance" });

@@ -402,6 +402,54 @@ describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
     expect(await t.service.db.collection("webhook_deliveries").countDocuments({ endpoint_id: ep.id })).toBe(0);
   });
 
+  it("limits an endpoint's attempts per second: the rest wait their turn in order, uncounted (REST, Connect, gRPC, msgsvc)", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver();
+    const created = await consoleRest("POST", `/console/v1/workspaces/${ws}/webhook_endpoints`, { name: "limited", url: rcv.url, events: ["message.delivered"], rate_limit: 5 });
+    expect(created.status, created.text).toBe(200);
+    const ep = created.json.webhook_endpoint;
+    expect(ep.rate_limit).toBe(5);
+
+    // Twenty events at once: at most five attempts a clock second; those further off than the lease allows to wait
+    // (here 500 ms) go back to the database until their turn, and are claimed again then.
+    const events: { _id: string }[] = [];
+    for (let i = 0; i < 20; i++) events.push(await publish(ws));
+    const done = await deliveriesOf(ep.id, (d) => d.length === 20 && d.every((x) => x.status === "succeeded"));
+    expect(done.every((d) => d.attempt_count === 1)).toBe(true);
+    expect(rcv.requests.map((r) => r.headers["service-delivery"])).toEqual(events.map((e) => e._id));
+    const windows = await t.service.db.collection("rate_windows").find({ subject: `webhook:${ep.id}` }).toArray();
+    expect(windows.every((w) => w.count <= 5)).toBe(true);
+    expect(windows.reduce((sum, w) => sum + w.count, 0)).toBeGreaterThanOrEqual(20);
+    const arrivals = rcv.requests.map((r) => r.at);
+    expect(arrivals.at(-1)! - arrivals[0]!).toBeGreaterThanOrEqual(2000); // four windows at least
+    expect((await consoleRest("GET", `/console/v1/webhook_endpoints/${ep.id}`)).json).toMatchObject({ consecutive_failures: 0, rate_limit: 5 });
+
+    // The retry schedule is the same: attempts waiting their turn are not attempts.
+    rcv.behave(failTimes(rcv.requests.length + 2));
+    const retried = await publish(ws);
+    const list = await deliveriesOf(ep.id, (d) => d.find((x) => x.event_id === retried._id)?.status === "succeeded");
+    const attempts = await attemptsOf(list.find((x) => x.event_id === retried._id).id);
+    expect(attempts.map((a) => [a.number, a.succeeded])).toEqual([[1, false], [2, false], [3, true]]);
+
+    // Connect clears it (named in update_mask, unset); msgsvc sets it; bad values name the field and the rule.
+    const cleared = await t.console(WebhookEndpointService).updateWebhookEndpoint({ webhookEndpoint: { id: ep.id }, updateMask: { paths: ["rate_limit"] } });
+    expect(cleared.webhookEndpoint?.rateLimit).toBeUndefined();
+    expect((await consoleRest("GET", `/console/v1/webhook_endpoints/${ep.id}`)).json.rate_limit).toBeNull();
+    const cli = await runMsgsvc(t, ["webhooks", "update", ep.id, "--rate-limit", "50", "--json"]);
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(JSON.parse(cli.stdout).rate_limit).toBe(50);
+    const overGrpc = await grpcJsCall(`127.0.0.1:${t.service.consolePort}`, WebhookEndpointService.method.createWebhookEndpoint, {
+      workspaceId: ws, name: "zero", url: rcv.url, events: ["message.delivered"], rateLimit: 0,
+    }, { authorization: `Bearer ${TEST_CONSOLE_TOKEN}` });
+    expect(overGrpc.error?.code).toBe(3);
+    const tooHigh = await consoleRest("PATCH", `/console/v1/webhook_endpoints/${ep.id}?update_mask=rate_limit`, { rate_limit: 10_001 });
+    expect(tooHigh.status).toBe(400);
+    expect(tooHigh.json.error.details.field_violations).toEqual([{ field: "webhook_endpoint.rate_limit", description: "must be from 1 to 10000" }]);
+    const badCli = await runMsgsvc(t, ["webhooks", "update", ep.id, "--rate-limit", "fast"]);
+    expect(badCli.code).not.toBe(0);
+    expect(badCli.stderr).toContain("--rate-limit");
+  });
+
   it("retries on the schedule with the same bytes and id, and a fresh signature each time", async () => {
     const ws = await t.createWorkspace();
     const rcv = await receiver(failTimes(3));

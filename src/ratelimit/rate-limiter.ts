@@ -4,7 +4,7 @@ import { LRUCache } from "lru-cache";
 import type { Clock } from "../shared/clock.js";
 import { isDuplicateKeyError } from "../shared/errors.js";
 
-/** Length of a rate window (spec §Limits: one minute per key). */
+/** Length of a rate window of the API keys (spec §Limits: one minute per key), the default. */
 export const WINDOW_MS = 60_000;
 
 /** A lease grows only when the previous one was used up within this time. */
@@ -25,9 +25,11 @@ export interface RateLimitDecision {
   remaining: number;
   /** Whole seconds until the window rolls over (at least 1): RateLimit-Reset and Retry-After. */
   resetSeconds: number;
+  /** Milliseconds until the window rolls over (at least 1). */
+  resetMs: number;
 }
 
-/** A fixed one-minute window per subject, shared by every process through MongoDB. */
+/** A fixed window per subject (one minute unless told), shared by every process through MongoDB. */
 export interface RateLimiter {
   /**
    * Counts one request of `subject` (for example "key:<id>") against a budget
@@ -70,8 +72,9 @@ interface Lease {
 }
 
 /**
- * Creates the rate limiter: fixed windows aligned to the clock's minutes,
- * one shared counter document per subject and window.
+ * Creates the rate limiter: fixed windows of `windowMs` aligned to the
+ * clock (one minute: the clock's minutes), one shared counter document per
+ * subject and window (subjects of limiters with other windows must differ).
  *
  * Processes take budget from the shared counter in leases, with one atomic
  * conditional `$inc` (`count <= limit - n`), and spend it locally. So
@@ -86,7 +89,7 @@ interface Lease {
  * refused early. Once the budget is all granted, the process refuses the
  * subject locally until the window ends.
  */
-export function createRateLimiter(db: Db, clock: Clock): RateLimiter {
+export function createRateLimiter(db: Db, clock: Clock, windowMs = WINDOW_MS): RateLimiter {
   const collection: Collection<WindowRecord> = db.collection<WindowRecord>("rate_windows");
   const leases = new LRUCache<string, Lease>({ max: 100_000 });
   const processId = randomUUID();
@@ -111,7 +114,7 @@ export function createRateLimiter(db: Db, clock: Clock): RateLimiter {
       const current = await collection.findOne({ _id: id });
       if (!current) {
         try {
-          await collection.insertOne({ _id: id, subject, window_start: new Date(start), count: n, holders: [processId], expires_at: new Date(start + 2 * WINDOW_MS) });
+          await collection.insertOne({ _id: id, subject, window_start: new Date(start), count: n, holders: [processId], expires_at: new Date(start + 2 * windowMs) });
           return { granted: n, count: n, holders: 1 };
         } catch (err) {
           if (!isDuplicateKeyError(err)) throw err;
@@ -141,8 +144,9 @@ export function createRateLimiter(db: Db, clock: Clock): RateLimiter {
   return {
     async consume(subject, limit) {
       const now = clock.now().getTime();
-      const start = now - (now % WINDOW_MS);
-      const resetSeconds = Math.max(1, Math.ceil((start + WINDOW_MS - now) / 1000));
+      const start = now - (now % windowMs);
+      const resetMs = Math.max(1, start + windowMs - now);
+      const resetSeconds = Math.max(1, Math.ceil(resetMs / 1000));
       let lease = leases.get(subject);
       if (!lease || lease.start !== start) {
         lease = { start, spare: 0, knownCount: 0, knownHolders: 0, exhausted: false, lastSize: 0, lastAt: 0 };
@@ -155,9 +159,9 @@ export function createRateLimiter(db: Db, clock: Clock): RateLimiter {
         }
         await lease.pending;
       }
-      if (lease.spare === 0) return { allowed: false, limit, remaining: 0, resetSeconds };
+      if (lease.spare === 0) return { allowed: false, limit, remaining: 0, resetSeconds, resetMs };
       lease.spare--;
-      return { allowed: true, limit, remaining: Math.max(0, limit - lease.knownCount + lease.spare), resetSeconds };
+      return { allowed: true, limit, remaining: Math.max(0, limit - lease.knownCount + lease.spare), resetSeconds, resetMs };
     },
     async prune() {
       const result = await collection.deleteMany({ expires_at: { $lte: clock.now() } });

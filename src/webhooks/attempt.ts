@@ -8,6 +8,7 @@ import type { CountedFailure, EndpointStore } from "./endpoint-store.js";
 import type { AttemptOutcome, WebhookSender } from "./http-sender.js";
 import type { RetrySchedule } from "./schedule.js";
 import { SecretKeyError } from "./signing-secret.js";
+import type { EndpointThrottle } from "./throttle.js";
 
 /** Most outcomes in one write (two commands: the attempts' insert and the deliveries' bulkWrite). */
 const MAX_OUTCOMES_PER_WRITE = 500;
@@ -20,7 +21,7 @@ const SUCCESS_CHECK_INTERVAL_MS = 1000;
 
 /** A leased delivery to attempt: automatic attempt `number`, made under `lease`. */
 export interface LeasedDelivery {
-  delivery: Pick<DeliveryRecord, "_id" | "workspace_id" | "endpoint_id" | "event_id" | "event_type" | "schedule_start">;
+  delivery: Pick<DeliveryRecord, "_id" | "workspace_id" | "endpoint_id" | "event_id" | "event_type" | "schedule_start" | "test" | "throttle_slot">;
   /** The event's stored envelope: the bytes sent and signed. */
   body: string;
   number: number;
@@ -78,6 +79,7 @@ export class Attempts {
       cache: EndpointCache;
       sender: WebhookSender;
       schedule: RetrySchedule;
+      throttle: EndpointThrottle;
       clock: Clock;
       logger: Logger;
       leaseMs: number;
@@ -87,7 +89,9 @@ export class Attempts {
   /**
    * Takes a leased delivery as far as it goes now: attempts until success,
    * the end of the schedule, or a retry that is not due at once (then it is
-   * released with that time). A delivery whose endpoint is disabled is
+   * released with that time). Each attempt to a rate-limited endpoint (test
+   * events aside) waits its turn (EndpointThrottle); one too far off is
+   * released, not counted, due again at its turn. A delivery whose endpoint is disabled is
    * released as `disabled`, one whose endpoint was deleted as `canceled`.
    *
    * @throws SecretKeyError when the endpoint's secret does not decrypt (the lease then ends on its own), or the database's error.
@@ -111,6 +115,15 @@ export class Attempts {
       if (endpoint === null || !endpoint.enabled) {
         await this.release(delivery._id, lease, endpoint === null ? "canceled" : "disabled");
         return;
+      }
+      if (endpoint.rateLimit !== null && delivery.test !== true) {
+        // The slot kept when it went back to wait is its first attempt's; a retry gets a new one.
+        const kept = number === leased.number ? (delivery.throttle_slot ?? undefined) : undefined;
+        const turn = await this.o.throttle.turn(endpoint.id, endpoint.rateLimit, kept);
+        if (!turn.go) {
+          await this.postpone(delivery._id, lease, turn);
+          return;
+        }
       }
       const outcome = await this.send(endpoint, delivery, leased.body);
       const next = outcome.succeeded ? null : this.o.schedule.next(place(number), outcome);
@@ -159,6 +172,14 @@ export class Attempts {
       eventId: delivery.event_id,
       urgent: true,
     });
+  }
+
+  /** Ends a lease without an attempt, for its endpoint's rate limit: the same attempt is due again at its turn, in its slot. */
+  private async postpone(id: string, lease: string, turn: { slot: Date; at: Date }): Promise<void> {
+    await this.o.store.deliveries.updateOne(
+      { _id: id, lease_owner: lease, status: "pending" },
+      { $set: { next_attempt_at: turn.at, throttle_slot: turn.slot, lease_owner: null, updated_at: this.o.clock.now() }, $unset: { leased_at: "" } },
+    );
   }
 
   /** Ends a lease without an attempt: the delivery waits (`disabled`) or ends (`canceled`). */
@@ -221,14 +242,16 @@ export class Attempts {
     }
     const { lease, next, keepLease } = e.automatic;
     const counted = { ...last, automatic_attempts: e.number };
+    // A slot kept for the endpoint's rate limit was this attempt's.
+    const slot = { throttle_slot: "" as const };
     let update;
     if (outcome.succeeded || next === null) {
       const status = outcome.succeeded ? ("succeeded" as const) : ("failed" as const);
-      update = { $set: { ...counted, status, lease_owner: null }, $unset: { next_attempt_at: "" as const, leased_at: "" as const }, $inc };
+      update = { $set: { ...counted, status, lease_owner: null }, $unset: { next_attempt_at: "" as const, leased_at: "" as const, ...slot }, $inc };
     } else if (keepLease) {
-      update = { $set: { ...counted, next_attempt_at: new Date(now.getTime() + this.o.leaseMs), leased_at: now }, $inc };
+      update = { $set: { ...counted, next_attempt_at: new Date(now.getTime() + this.o.leaseMs), leased_at: now }, $unset: slot, $inc };
     } else {
-      update = { $set: { ...counted, next_attempt_at: next, lease_owner: null }, $unset: { leased_at: "" as const }, $inc };
+      update = { $set: { ...counted, next_attempt_at: next, lease_owner: null }, $unset: { leased_at: "" as const, ...slot }, $inc };
     }
     return { updateOne: { filter: { _id: e.delivery._id, lease_owner: lease }, update } };
   }

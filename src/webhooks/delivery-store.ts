@@ -53,6 +53,12 @@ export interface DeliveryRecord {
   manual_attempts: number;
   /** When the delivery is due (pending), or when the lease of an attempt in flight ends; unset otherwise. */
   next_attempt_at?: Date;
+  /**
+   * The slot of its next attempt under its endpoint's rate limit, kept while
+   * it waits in the database for its turn (EndpointThrottle); absent
+   * otherwise.
+   */
+  throttle_slot?: Date | null;
   /** The claim holding the attempt in flight (see DeliveryClaims), or null. */
   lease_owner: string | null;
   /** When the lease was taken (the attempt's start, if its process dies). */

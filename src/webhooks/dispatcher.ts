@@ -14,6 +14,8 @@ import type { WebhookSender } from "./http-sender.js";
 import { RetrySchedule } from "./schedule.js";
 import { SecretKeyError } from "./signing-secret.js";
 import { sampleEventData } from "./test-event.js";
+import { EndpointThrottle } from "./throttle.js";
+import type { RateLimiter } from "../ratelimit/rate-limiter.js";
 
 /**
  * Deliveries in progress in one process, at most (a memory bound); past it, new events' deliveries wait for a
@@ -75,6 +77,8 @@ export interface DispatcherOptions {
   claimIntervalMs: number;
   /** Whether this process claims due deliveries (the worker role, whose scheduler runs). */
   claims: boolean;
+  /** Counts the endpoints' rate limits (windows of THROTTLE_WINDOW_MS). */
+  throttleLimiter: RateLimiter;
 }
 
 /**
@@ -113,7 +117,10 @@ export class Dispatcher {
     const { store, endpoints, sender, clock, logger, leaseMs } = o;
     this.cache = new EndpointCache(endpoints, o.secretKey);
     const schedule = new RetrySchedule(o.schedule);
-    this.attempts = new Attempts({ store, endpoints, cache: this.cache, sender, schedule, clock, logger, leaseMs });
+    // An attempt waits its turn at most this long with its lease held: the lease covers the wait and the attempt,
+    // and the immediate retry's wait and attempt under the lease renewed (WEBHOOK_LEASE_MS ≥ 2 × the deadline).
+    const throttle = new EndpointThrottle({ limiter: o.throttleLimiter, clock, holdMs: (leaseMs - 2 * o.timeoutMs) / 2 });
+    this.attempts = new Attempts({ store, endpoints, cache: this.cache, sender, schedule, throttle, clock, logger, leaseMs });
     this.claims = new DeliveryClaims({
       store,
       events: o.events.collection,

@@ -18,6 +18,8 @@ export interface EndpointView {
   secretError: string | undefined;
   /** The secret the last rotation replaced, and until when it verifies; undefined when none (or it does not decrypt). */
   previousSecret: { secret: string; until: Date } | undefined;
+  /** Most automatic attempts per second (EndpointThrottle); null when unlimited. */
+  rateLimit: number | null;
 }
 
 /** How long an endpoint read from the database is used before it is read again, in ms. */
@@ -58,6 +60,7 @@ export class EndpointCache {
       id: record._id,
       workspaceId: record.workspace_id,
       url: record.url,
+      rateLimit: record.rate_limit ?? null,
       events: record.events,
       enabled: record.enabled,
       consecutiveFailures: record.consecutive_failures,

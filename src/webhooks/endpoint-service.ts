@@ -39,6 +39,7 @@ export function endpointToProto(r: EndpointRecord, now = new Date()): MessageIni
     createdAt: ts(r.created_at),
     updatedAt: ts(r.updated_at),
     previousSecretExpiresAt: ts(previousUntil),
+    rateLimit: r.rate_limit ?? undefined,
   };
 }
 
@@ -52,7 +53,7 @@ export async function requireEndpoint(endpoints: EndpointStore, id: string): Pro
 }
 
 /** Fields UpdateWebhookEndpoint may change (its update_mask paths). */
-const UPDATABLE = ["name", "url", "events"] as const;
+const UPDATABLE = ["name", "url", "events", "rate_limit"] as const;
 
 /**
  * Handlers of messaging.console.v1.WebhookEndpointService (spec §Webhook
@@ -88,7 +89,7 @@ export function createEndpointService(deps: {
           limit: String(MAX_ENDPOINTS_PER_WORKSPACE),
         });
       }
-      const { record, secret } = await endpoints.create({ workspaceId: req.workspaceId, name, url: req.url, events: [...req.events] });
+      const { record, secret } = await endpoints.create({ workspaceId: req.workspaceId, name, url: req.url, events: [...req.events], rateLimit: req.rateLimit ?? null });
       changed(record);
       return { webhookEndpoint: endpointToProto(record), secret };
     },
@@ -115,6 +116,7 @@ export function createEndpointService(deps: {
         ...(paths.includes("name") ? { name: input.name.trim() } : {}),
         ...(paths.includes("url") ? { url: input.url } : {}),
         ...(paths.includes("events") ? { events: [...input.events] } : {}),
+        ...(paths.includes("rate_limit") ? { rate_limit: input.rateLimit ?? null } : {}),
       });
       if (!record) throw notFound("webhook_endpoint", existing._id);
       changed(record);

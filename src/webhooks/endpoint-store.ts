@@ -24,6 +24,8 @@ export interface EndpointRecord {
   previous_secret?: EncryptedSecret | null;
   /** Until when previous_secret is used; absent or null when there is none. */
   previous_secret_expires_at?: Date | null;
+  /** Most automatic attempts per second; absent or null when unlimited. */
+  rate_limit?: number | null;
   enabled: boolean;
   /** Why it was disabled; null while enabled. */
   disabled_reason: string | null;
@@ -47,15 +49,15 @@ export interface CountedFailure {
 export interface EndpointStore {
   readonly collection: Collection<EndpointRecord>;
   /** Creates an enabled endpoint with a new secret; returns it and the secret (the only time it exists in clear). */
-  create(input: { workspaceId: string; name: string; url: string; events: string[] }): Promise<{ record: EndpointRecord; secret: string }>;
+  create(input: { workspaceId: string; name: string; url: string; events: string[]; rateLimit: number | null }): Promise<{ record: EndpointRecord; secret: string }>;
   get(id: string): Promise<EndpointRecord | null>;
   /** A workspace's endpoints, newest first, a page at a time. */
   list(workspaceId: string, page: PageRequest): Promise<Page<EndpointRecord>>;
   /** All of a workspace's endpoints, newest first (a workspace has at most MAX_ENDPOINTS_PER_WORKSPACE). */
   listAll(workspaceId: string): Promise<EndpointRecord[]>;
   count(workspaceId: string): Promise<number>;
-  /** Changes name, URL or events; null when unknown. */
-  update(id: string, changes: Partial<Pick<EndpointRecord, "name" | "url" | "events">>): Promise<EndpointRecord | null>;
+  /** Changes name, URL, events or rate limit; null when unknown. */
+  update(id: string, changes: Partial<Pick<EndpointRecord, "name" | "url" | "events" | "rate_limit">>): Promise<EndpointRecord | null>;
   /** Enables: count back to 0, reason cleared. Null when unknown. */
   enable(id: string): Promise<EndpointRecord | null>;
   /** Disables with `reason` unless already disabled (the first reason stays). Null when unknown. */
@@ -93,7 +95,7 @@ export function createEndpointStore(db: Db, clock: Clock, secretKey: Buffer): En
   const after = { returnDocument: "after" as const };
   return {
     collection,
-    async create({ workspaceId, name, url, events }) {
+    async create({ workspaceId, name, url, events, rateLimit }) {
       const id = newId("whk");
       const secret = generateSigningSecret();
       const now = clock.now();
@@ -105,6 +107,7 @@ export function createEndpointStore(db: Db, clock: Clock, secretKey: Buffer): En
         events,
         secret: encryptSecret(secretKey, secret, id),
         secret_hint: secretHint(secret),
+        rate_limit: rateLimit,
         enabled: true,
         disabled_reason: null,
         disabled_at: null,

@@ -9,7 +9,9 @@ import { Dispatcher } from "./dispatcher.js";
 import { createEndpointService } from "./endpoint-service.js";
 import { createEndpointStore } from "./endpoint-store.js";
 import { countedAttempts, createWebhookSender } from "./http-sender.js";
+import { THROTTLE_WINDOW_MS } from "./throttle.js";
 import { createWebhookService } from "./webhook-service.js";
+import { createRateLimiter } from "../ratelimit/rate-limiter.js";
 
 /**
  * Signed webhook delivery (spec §Webhook endpoint, §Events, §Delivery
@@ -50,6 +52,8 @@ export function createWebhooksCapability(platform: Platform): Capability {
     leaseMs: config.webhookLeaseMs,
     claimIntervalMs: config.webhookClaimIntervalMs,
     claims: config.role !== "api",
+    // The endpoints' rate limits: one-second windows of the shared counters (subjects webhook:<endpoint>).
+    throttleLimiter: createRateLimiter(db, clock, THROTTLE_WINDOW_MS),
   });
   return {
     name: "webhooks",

@@ -9,7 +9,9 @@ import { webhookListenCommand } from "./webhook-listen.js";
 
 /** `msgsvc webhooks …`: create (prints the signing secret once), get, list, update, enable, disable, delete, rotate-secret, test, recover, listen. */
 export function webhookCommands(ctx: CliContext): Command {
-  const columns = ["id", "name", "url", "events", "enabled", "consecutive_failures", "last_success_at", "disabled_reason"];
+  const columns = ["id", "name", "url", "events", "enabled", "rate_limit", "consecutive_failures", "last_success_at", "disabled_reason"];
+  /** A --rate-limit value: attempts per second, or "none" (no limit, null). */
+  const rateLimit = (value: string) => (value === "none" ? null : wholeNumber("--rate-limit", value));
   const client = () => ctx.client(WebhookEndpointService);
   const webhooks = new Command("webhooks").description("manage webhook endpoints");
   webhooks
@@ -19,9 +21,11 @@ export function webhookCommands(ctx: CliContext): Command {
     .requiredOption("--name <name>", "name of the endpoint")
     .requiredOption("--url <url>", "https URL the events are POSTed to")
     .requiredOption("--events <list>", "comma-separated event types, for example message.delivered,flow.completed")
+    .option("--rate-limit <n>", "most attempts per second sent to it (default: no limit)")
     .option("--json", "print JSON")
-    .action(async (o: { workspace: string; name: string; url: string; events: string; json?: boolean }) => {
-      const res = await client().createWebhookEndpoint({ workspaceId: o.workspace, name: o.name, url: o.url, events: splitList(o.events) });
+    .action(async (o: { workspace: string; name: string; url: string; events: string; rateLimit?: string; json?: boolean }) => {
+      const limit = o.rateLimit === undefined ? null : rateLimit(o.rateLimit);
+      const res = await client().createWebhookEndpoint({ workspaceId: o.workspace, name: o.name, url: o.url, events: splitList(o.events), ...(limit !== null ? { rateLimit: limit } : {}) });
       if (o.json) {
         ctx.printJson({ webhook_endpoint: toRestJson(WebhookEndpointSchema, res.webhookEndpoint!), secret: res.secret });
         return;
@@ -49,16 +53,19 @@ export function webhookCommands(ctx: CliContext): Command {
     });
   webhooks
     .command("update <id>")
-    .description("change the URL, name or event types of a webhook endpoint")
+    .description("change the URL, name, event types or rate limit of a webhook endpoint")
     .option("--url <url>", "new https URL")
     .option("--name <name>", "new name")
     .option("--events <list>", "new comma-separated event types")
+    .option("--rate-limit <n>", "most attempts per second sent to it, or none")
     .option("--json", "print JSON")
-    .action(async (id: string, o: { url?: string; name?: string; events?: string; json?: boolean }) => {
-      const paths = [o.url !== undefined && "url", o.name !== undefined && "name", o.events !== undefined && "events"].filter((p) => p !== false);
-      if (paths.length === 0) throw new UsageError("give at least one of --url, --name, --events");
+    .action(async (id: string, o: { url?: string; name?: string; events?: string; rateLimit?: string; json?: boolean }) => {
+      const given = { url: o.url, name: o.name, events: o.events, rate_limit: o.rateLimit };
+      const paths = Object.keys(given).filter((path) => given[path as keyof typeof given] !== undefined);
+      if (paths.length === 0) throw new UsageError("give at least one of --url, --name, --events, --rate-limit");
+      const limit = o.rateLimit === undefined ? null : rateLimit(o.rateLimit);
       const res = await client().updateWebhookEndpoint({
-        webhookEndpoint: { id, url: o.url ?? "", name: o.name ?? "", events: o.events === undefined ? [] : splitList(o.events) },
+        webhookEndpoint: { id, url: o.url ?? "", name: o.name ?? "", events: o.events === undefined ? [] : splitList(o.events), ...(limit !== null ? { rateLimit: limit } : {}) },
         updateMask: { paths },
       });
       ctx.print(WebhookEndpointSchema, res.webhookEndpoint!, columns, !!o.json);

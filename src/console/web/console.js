@@ -300,7 +300,9 @@ async function renderWebhooks(body) {
       el("td", {}, e.name, el("div", { class: "mono muted" }, e.url)),
       el("td", {}, el("span", { class: "mono", "data-test": "secret-hint" }, e.secret_hint),
         e.previous_secret_expires_at ? el("div", { class: "muted", "data-test": "previous-secret" }, `previous secret signs too until ${when(e.previous_secret_expires_at)}`) : null),
-      el("td", {}, e.events.join(", ")),
+      el("td", {}, e.events.join(", "),
+        el("div", { class: "muted", "data-test": "rate-limit-now" }, e.rate_limit === null ? "no rate limit" : `at most ${e.rate_limit} attempts/s`),
+        canEdit ? rateLimitControl(e, body) : null),
       el("td", {},
         el("span", { class: `badge ${e.enabled ? "ok" : "bad"}`, "data-test": "enabled" }, e.enabled ? "enabled" : "disabled"),
         e.disabled_reason ? el("div", { class: "muted", "data-test": "disabled-reason" }, e.disabled_reason) : null),
@@ -325,6 +327,21 @@ async function renderWebhooks(body) {
   );
 }
 
+/** An endpoint's rate limit (attempts per second; empty: none), changed with "Set". */
+function rateLimitControl(endpoint, body) {
+  const input = el("input", { type: "number", min: 1, max: 10000, placeholder: "no limit", "aria-label": "Rate limit per second", "data-test": "rate-limit",
+    value: endpoint.rate_limit ?? undefined, class: "narrow" });
+  const set = async () => {
+    try {
+      await api("PATCH", `/console/v1/webhook_endpoints/${endpoint.id}?update_mask=rate_limit`, { rate_limit: input.value === "" ? null : Number(input.value) });
+      await renderWebhooks(body);
+    } catch (err) {
+      body.prepend(errorLine(err));
+    }
+  };
+  return el("div", { class: "roll" }, input, " /s ", el("button", { onclick: set }, "Set limit"));
+}
+
 /** Whether the signed-in person may change the selected workspace (operators and its admins). */
 function canChange() {
   if (state.me.kind === "operator" || state.me.user?.operator) return true;
@@ -335,14 +352,18 @@ function endpointForm(body) {
   const name = el("input", { type: "text", id: "endpoint-name", required: true });
   const url = el("input", { type: "text", id: "endpoint-url", required: true, placeholder: "https://example.com/webhooks" });
   const events = checkboxes(EVENT_TYPES);
+  const rateLimit = el("input", { type: "number", id: "endpoint-rate-limit", min: 1, max: 10000, placeholder: "no limit" });
   const form = createForm("Add endpoint", async () => {
-    const created = await api("POST", `${ws()}/webhook_endpoints`, { name: name.value, url: url.value, events: events.checked() });
+    const created = await api("POST", `${ws()}/webhook_endpoints`, {
+      name: name.value, url: url.value, events: events.checked(), ...(rateLimit.value === "" ? {} : { rate_limit: Number(rateLimit.value) }),
+    });
     await renderWebhooks(body);
     body.prepend(secretPanel("Endpoint created. Copy its signing secret now: it is shown once.", created.secret));
   },
     el("label", { for: "endpoint-name" }, "Name"), name,
     el("label", { for: "endpoint-url" }, "URL"), url,
     el("span", {}, "Events"), events.node,
+    el("label", { for: "endpoint-rate-limit" }, "Rate limit (attempts per second)"), rateLimit,
   );
   return el("section", { class: "card" }, el("h2", {}, "Add an endpoint"), form);
 }

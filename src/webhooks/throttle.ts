@@ -1,0 +1,100 @@
+import type { Clock } from "../shared/clock.js";
+import type { RateLimiter } from "../ratelimit/rate-limiter.js";
+
+/** Length of the throttle's windows: an endpoint's rate limit counts attempts per clock second. */
+export const THROTTLE_WINDOW_MS = 1000;
+
+/**
+ * An attempt's turn: go now; or, when its slot is too far off to wait for
+ * with the lease held, be claimed again at `at` (a little before `slot`)
+ * and go at `slot`.
+ */
+export type Turn = { go: true } | { go: false; slot: Date; at: Date };
+
+/** One endpoint's attempts in this process. */
+interface Line {
+  /** The latest slot given (ms); the next is one step (1 s / limit) later, or now if that has passed. */
+  cursor: number;
+  /** Attempts whose slot came, waiting for the limiter, in order. */
+  waiting: { go: () => void; fail: (err: unknown) => void }[];
+  pumping: boolean;
+  limit: number;
+}
+
+/**
+ * The per-endpoint rate limits (as Svix's endpoint `rateLimit`): at most
+ * `limit` automatic attempts per endpoint and clock second.
+ *
+ * In a process, each attempt to an endpoint gets a slot, one step
+ * (1 s / limit) after the previous one: the endpoint's attempts go in the
+ * order they asked, spaced at its rate, and none is made or counted while
+ * it waits. An attempt whose slot is further off than `holdMs` does not wait
+ * with its lease held: it goes back to the database, due a little before its
+ * slot (holdMs / 2), and keeps the slot (throttle_slot) for when it is
+ * claimed again. At its slot an attempt also takes its place in the shared
+ * rate limiter's one-second window (subject `webhook:<endpoint id>`), so
+ * that all processes together never exceed the limit; refused, it waits
+ * for the next window, in order.
+ */
+export class EndpointThrottle {
+  private readonly lines = new Map<string, Line>();
+
+  constructor(
+    private readonly o: {
+      /** A limiter of THROTTLE_WINDOW_MS windows. */
+      limiter: RateLimiter;
+      clock: Clock;
+      /** Longest wait with a lease held, in ms (well under the lease). */
+      holdMs: number;
+    },
+  ) {}
+
+  /**
+   * The turn of an attempt to `endpointId` under `limit` per second:
+   * resolves when it may go, or at once with its slot and when to claim it
+   * again.
+   *
+   * @param slot the slot the attempt kept when it went back to the database, if any.
+   * @throws the limiter's database error (the delivery's lease then ends and it is claimed again).
+   */
+  async turn(endpointId: string, limit: number, slot?: Date): Promise<Turn> {
+    const now = this.o.clock.now().getTime();
+    let line = this.lines.get(endpointId);
+    if (!line) {
+      line = { cursor: 0, waiting: [], pumping: false, limit };
+      this.lines.set(endpointId, line);
+    }
+    line.limit = limit;
+    let at = slot?.getTime();
+    if (at === undefined) {
+      at = line.cursor = Math.max(line.cursor + THROTTLE_WINDOW_MS / limit, now);
+      if (at - now > this.o.holdMs) return { go: false, slot: new Date(at), at: new Date(at - this.o.holdMs / 2) };
+    } else {
+      // Later attempts go after it (a slot kept from before this process's line, say).
+      line.cursor = Math.max(line.cursor, at);
+    }
+    if (at > now) await new Promise((resolve) => setTimeout(resolve, at - now));
+    await new Promise<void>((go, fail) => {
+      line.waiting.push({ go, fail });
+      if (!line.pumping) void this.pump(endpointId, line);
+    });
+    return { go: true };
+  }
+
+  /** Lets the waiting attempts go, in order, as the limiter grants them; sleeps to the next window when it refuses. */
+  private async pump(endpointId: string, line: Line): Promise<void> {
+    line.pumping = true;
+    try {
+      while (line.waiting.length > 0) {
+        const decision = await this.o.limiter.consume(`webhook:${endpointId}`, line.limit);
+        if (decision.allowed) line.waiting.shift()?.go();
+        else await new Promise((resolve) => setTimeout(resolve, decision.resetMs));
+      }
+    } catch (err) {
+      for (const waiter of line.waiting.splice(0)) waiter.fail(err);
+    } finally {
+      line.pumping = false;
+      if (line.cursor <= this.o.clock.now().getTime()) this.lines.delete(endpointId);
+    }
+  }
+}
