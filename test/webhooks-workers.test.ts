@@ -121,6 +121,32 @@ describe("worker processes (outbox, sweep, claims)", () => {
     expect(new Set(deliveries.map((d) => d.event_id))).toEqual(new Set(events.map((e) => e._id)));
   }, 60_000);
 
+  it("keeps an endpoint's rate limit across two workers, one of them stopping midway, and loses nothing", async () => {
+    const { workspaceId, endpointId } = await newEndpoint();
+    const limited = await consoleRest("PATCH", `/console/v1/webhook_endpoints/${endpointId}?update_mask=rate_limit`, { rate_limit: 4 });
+    expect(limited.json.rate_limit).toBe(4);
+    receiver.behave(answerOk);
+    const [first] = await Promise.all([startWorker(), startWorker()]);
+    // This process can hold an attempt 50 ms at most (lease 3,100 ms, deadline 1,500 ms): nearly every attempt
+    // goes back to the database with its slot, and the workers send them.
+    const events: { _id: string }[] = [];
+    for (let i = 0; i < 16; i++) events.push(await t.service.events.publish({ workspaceId, type: "message.sent", data: { n: i } }));
+    await eventually(async () => (receiver.requests.filter((r) => events.some((e) => e._id === r.headers["service-delivery"])).length >= 4 ? true : undefined), 15_000);
+    await stopProcess(first.child);
+
+    const deliveries = await allSucceeded(endpointId, 16);
+    for (const delivery of deliveries) {
+      // No attempt was lost with the stopped worker (none interrupted), none was made twice.
+      expect((await attemptsOf(delivery.id)).map((a) => [a.number, a.error_kind, a.succeeded])).toEqual([[1, null, true]]);
+    }
+    const windows = await t.service.db.collection("rate_windows").find({ subject: `webhook:${endpointId}` }).toArray();
+    expect(windows.every((w) => w.count <= 4)).toBe(true);
+    expect(windows.reduce((sum, w) => sum + w.count, 0)).toBeGreaterThanOrEqual(16);
+    const arrivals = receiver.requests.filter((r) => events.some((e) => e._id === r.headers["service-delivery"]));
+    expect(arrivals).toHaveLength(16);
+    expect(arrivals.at(-1)!.at - arrivals[0]!.at).toBeGreaterThanOrEqual(2000); // four windows at least
+  }, 60_000);
+
   it("never makes the same attempt twice with two workers claiming the same due deliveries", async () => {
     await startWorker();
     // Slow answers widen the races: three failures, then success.

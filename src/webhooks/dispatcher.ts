@@ -101,6 +101,7 @@ export class Dispatcher {
   readonly cache: EndpointCache;
   private readonly attempts: Attempts;
   private readonly claims: DeliveryClaims;
+  private readonly throttle: EndpointThrottle;
   /** Names this process's leases. */
   private readonly owner = newId();
   private stopping = false;
@@ -119,8 +120,8 @@ export class Dispatcher {
     const schedule = new RetrySchedule(o.schedule);
     // An attempt waits its turn at most this long with its lease held: the lease covers the wait and the attempt,
     // and the immediate retry's wait and attempt under the lease renewed (WEBHOOK_LEASE_MS ≥ 2 × the deadline).
-    const throttle = new EndpointThrottle({ limiter: o.throttleLimiter, clock, holdMs: (leaseMs - 2 * o.timeoutMs) / 2 });
-    this.attempts = new Attempts({ store, endpoints, cache: this.cache, sender, schedule, throttle, clock, logger, leaseMs });
+    this.throttle = new EndpointThrottle({ limiter: o.throttleLimiter, clock, holdMs: (leaseMs - 2 * o.timeoutMs) / 2 });
+    this.attempts = new Attempts({ store, endpoints, cache: this.cache, sender, schedule, throttle: this.throttle, clock, logger, leaseMs });
     this.claims = new DeliveryClaims({
       store,
       events: o.events.collection,
@@ -144,13 +145,15 @@ export class Dispatcher {
 
   /**
    * Stops claiming and waits for the attempts in flight (about the attempt
-   * deadline at most); what is left keeps its lease, which ends and is
-   * claimed again.
+   * deadline at most); attempts waiting for a rate-limited endpoint's turn
+   * go back to the database, due now; what is left keeps its lease, which
+   * ends and is claimed again.
    */
   async stop(): Promise<void> {
     this.stopping = true;
     await this.removeClaimJob?.().catch((err: unknown) => this.o.logger.warn({ err }, "removing this process's webhook claim job failed"));
     await this.claims.stop();
+    this.throttle.stop();
     const settled = Promise.allSettled([...this.running]);
     const late = new Promise((resolve) => setTimeout(resolve, this.o.timeoutMs + 5000).unref());
     await Promise.race([settled, late]);

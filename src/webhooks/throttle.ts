@@ -38,6 +38,10 @@ interface Line {
  */
 export class EndpointThrottle {
   private readonly lines = new Map<string, Line>();
+  private stopping = false;
+  private stopWaiting!: () => void;
+  /** Resolves when the process stops: the attempts still waiting go back to the database. */
+  private readonly stopped = new Promise<void>((resolve) => (this.stopWaiting = resolve));
 
   constructor(
     private readonly o: {
@@ -53,6 +57,9 @@ export class EndpointThrottle {
    * The turn of an attempt to `endpointId` under `limit` per second:
    * resolves when it may go, or at once with its slot and when to claim it
    * again.
+   *
+   * Once the process stops (stop), an attempt still waiting resolves at
+   * once to its slot, due now (for another worker).
    *
    * @param slot the slot the attempt kept when it went back to the database, if any.
    * @throws the limiter's database error (the delivery's lease then ends and it is claimed again).
@@ -73,12 +80,21 @@ export class EndpointThrottle {
       // Later attempts go after it (a slot kept from before this process's line, say).
       line.cursor = Math.max(line.cursor, at);
     }
-    if (at > now) await new Promise((resolve) => setTimeout(resolve, at - now));
-    await new Promise<void>((go, fail) => {
+    const handBack = (): Turn => ({ go: false, slot: new Date(at), at: this.o.clock.now() });
+    if (at > now) await Promise.race([new Promise((resolve) => setTimeout(resolve, at - now).unref()), this.stopped]);
+    if (this.stopping) return handBack();
+    const granted = new Promise<void>((go, fail) => {
       line.waiting.push({ go, fail });
       if (!line.pumping) void this.pump(endpointId, line);
     });
-    return { go: true };
+    await Promise.race([granted, this.stopped]);
+    return this.stopping ? handBack() : { go: true };
+  }
+
+  /** The process stops: attempts waiting for their turn go back to the database at once (see turn). */
+  stop(): void {
+    this.stopping = true;
+    this.stopWaiting();
   }
 
   /** Lets the waiting attempts go, in order, as the limiter grants them; sleeps to the next window when it refuses. */
@@ -88,7 +104,7 @@ export class EndpointThrottle {
       while (line.waiting.length > 0) {
         const decision = await this.o.limiter.consume(`webhook:${endpointId}`, line.limit);
         if (decision.allowed) line.waiting.shift()?.go();
-        else await new Promise((resolve) => setTimeout(resolve, decision.resetMs));
+        else await new Promise((resolve) => setTimeout(resolve, decision.resetMs).unref());
       }
     } catch (err) {
       for (const waiter of line.waiting.splice(0)) waiter.fail(err);
