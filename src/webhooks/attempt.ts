@@ -91,8 +91,9 @@ export class Attempts {
    * the end of the schedule, or a retry that is not due at once (then it is
    * released with that time). Each attempt to a rate-limited endpoint (test
    * events aside) waits its turn (EndpointThrottle); one too far off is
-   * released, not counted, due again at its turn. A delivery whose endpoint is disabled is
-   * released as `disabled`, one whose endpoint was deleted as `canceled`.
+   * released, not counted, due again at its turn. A delivery whose endpoint
+   * is disabled is released as `disabled`, one whose endpoint was deleted as
+   * `canceled`.
    *
    * @throws SecretKeyError when the endpoint's secret does not decrypt (the lease then ends on its own), or the database's error.
    */
