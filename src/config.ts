@@ -110,6 +110,7 @@ const schema = z.object({
     .default("messaging"),
   ROLE: z.enum(["all", "api", "worker"], { error: 'must be "all", "api" or "worker"' }).default("all"),
   TRUST_X_FORWARDED_FOR: boolean(false),
+  DATABASE_COMMAND_METRICS: boolean(false),
   UNAUTHENTICATED_RATE_LIMIT_PER_MIN: integer(30, 1, 100_000, "requests"),
   KEY_CACHE_TTL_MS: integer(1000, 0, 1000, "milliseconds"),
   REQUEST_LOG_RETENTION_DAYS: integer(30, 1, 3650, "days"),
@@ -205,6 +206,13 @@ export interface Config {
   role: "all" | "api" | "worker";
   /** Whether the client address is taken from X-Forwarded-For. */
   trustForwardedFor: boolean;
+  /**
+   * Whether /metrics carries `msgsvc_database_command_duration_seconds`. Off by
+   * default: it needs the driver's command monitoring, which decodes every
+   * reply a second time for its event (measured: peak RSS 278 against 230 MiB
+   * while draining a backlog of 10,000 webhook deliveries).
+   */
+  databaseCommandMetrics: boolean;
   /** Per-address budget per minute of requests without a valid key. */
   unauthenticatedRateLimitPerMin: number;
   /** How long a looked-up API key may be served from cache, in ms (at most 5000). */
@@ -349,6 +357,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mongodbDatabase: v.MONGODB_DATABASE,
     role: v.ROLE,
     trustForwardedFor: v.TRUST_X_FORWARDED_FOR,
+    databaseCommandMetrics: v.DATABASE_COMMAND_METRICS,
     unauthenticatedRateLimitPerMin: v.UNAUTHENTICATED_RATE_LIMIT_PER_MIN,
     keyCacheTtlMs: v.KEY_CACHE_TTL_MS,
     requestLogRetentionDays: v.REQUEST_LOG_RETENTION_DAYS,

@@ -104,10 +104,10 @@ export async function startService(options: StartOptions): Promise<RunningServic
     serverSelectionTimeoutMS: 10_000,
     writeConcern: { w: "majority" },
     readPreference: "primary",
-    monitorCommands: true, // database command latency in /metrics
+    monitorCommands: config.databaseCommandMetrics,
   });
   const metrics = createMetrics(logger);
-  observeDatabaseCommands(client, metrics);
+  if (config.databaseCommandMetrics) observeDatabaseCommands(client, metrics);
   await client.connect().catch((err: Error) => {
     const where = config.mongodbUri.replace(/\/\/[^@/]*@/, "//***@");
     throw new Error(`the database at ${where} cannot be reached (MONGODB_URI): ${err.message}`);

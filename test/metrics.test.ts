@@ -19,7 +19,7 @@ beforeAll(async () => {
     },
   });
   t = await createTestService({
-    config: { ...FAST_MESSAGING, logLevel: "info", webhookAllowHttpLoopback: true, webhookAllowPrivateTargets: true },
+    config: { ...FAST_MESSAGING, logLevel: "info", webhookAllowHttpLoopback: true, webhookAllowPrivateTargets: true, databaseCommandMetrics: true },
     logger: createLogger("info", "test", sink),
   });
 });

@@ -72,7 +72,8 @@ export function createMetrics(logger: Logger): Metrics {
 
 /**
  * Observes every command of `client` (created with `monitorCommands: true`)
- * in `metrics.databaseCommandDuration`.
+ * in `metrics.databaseCommandDuration`. Only with DATABASE_COMMAND_METRICS:
+ * the driver then builds a second, plain copy of every reply for its event.
  */
 export function observeDatabaseCommands(client: MongoClient, metrics: Metrics): void {
   client.on("commandSucceeded", (e) => metrics.databaseCommandDuration.observe({ command: e.commandName, outcome: "ok" }, e.duration / 1000));
