@@ -46,10 +46,45 @@ export function countsBetween(before: CommandCounts, after: CommandCounts): Comm
 function firstElement(doc: Buffer, at: number): { name: string; value: string } {
   const type = doc[at + 4];
   const nameEnd = doc.indexOf(0, at + 5);
+  if (nameEnd < 0) return { name: "?", value: "" };
   const name = doc.toString("utf8", at + 5, nameEnd);
-  if (type !== 0x02) return { name, value: "" };
+  if (type !== 0x02 || nameEnd + 5 > doc.length) return { name, value: "" };
   const length = doc.readInt32LE(nameEnd + 1);
-  return { name, value: doc.toString("utf8", nameEnd + 5, nameEnd + 4 + length) };
+  return { name, value: doc.toString("utf8", nameEnd + 5, Math.min(doc.length, nameEnd + 4 + length)) };
+}
+
+/** Bytes of a wire message's start that are kept to read its header and the command's first element. */
+const HEAD_BYTES = 512;
+
+/**
+ * A reader of MongoDB wire messages (each starts with its int32 length) in
+ * a stream of chunks: calls `onMessage` with the first HEAD_BYTES bytes of
+ * each message (all of a shorter one) and skips the rest without copying,
+ * so that the relay costs little beside the service it measures.
+ */
+function messageHeads(onMessage: (head: Buffer) => void): (chunk: Buffer) => void {
+  let head = Buffer.alloc(0);
+  let skip = 0;
+  return (chunk) => {
+    let at = 0;
+    while (at < chunk.length) {
+      if (skip > 0) {
+        const n = Math.min(skip, chunk.length - at);
+        skip -= n;
+        at += n;
+        continue;
+      }
+      const known = head.length >= 4 ? Math.min(head.readInt32LE(0), HEAD_BYTES) : 4;
+      const take = Math.min(known - head.length, chunk.length - at);
+      head = Buffer.concat([head, chunk.subarray(at, at + take)]);
+      at += take;
+      if (head.length < 4 || head.length < Math.min(head.readInt32LE(0), HEAD_BYTES)) continue;
+      const length = head.readInt32LE(0);
+      if (head.length >= 16) onMessage(head);
+      skip = length - head.length;
+      head = Buffer.alloc(0);
+    }
+  };
 }
 
 /**
@@ -69,39 +104,28 @@ export async function startCommandCounter(mongodbUri: string): Promise<CommandCo
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(target.port || 27017), target.hostname);
     sockets.add(client).add(upstream);
-    let pending: Buffer = Buffer.alloc(0);
-    let answers: Buffer = Buffer.alloc(0);
     const asked = new Map<number, { key: string; at: number }>();
+    const onCommand = messageHeads((head) => {
+      // OP_MSG: header (16), flagBits (4), then section kind 0: the command document.
+      if (head.readInt32LE(12) !== 2013 || head.length < 26 || head[20] !== 0) return;
+      const { name, value } = firstElement(head, 21);
+      const key = value ? `${name} ${value}` : name;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+      asked.set(head.readInt32LE(4), { key, at: performance.now() });
+    });
+    const onAnswer = messageHeads((head) => {
+      const question = asked.get(head.readInt32LE(8));
+      if (!question) return;
+      asked.delete(head.readInt32LE(8));
+      waits.set(question.key, (waits.get(question.key) ?? 0) + performance.now() - question.at);
+    });
     client.on("data", (chunk: Buffer) => {
       upstream.write(chunk);
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      while (pending.length >= 16) {
-        const length = pending.readInt32LE(0);
-        if (pending.length < length) break;
-        const opCode = pending.readInt32LE(12);
-        // OP_MSG: header (16), flagBits (4), then section kind 0: the command document.
-        if (opCode === 2013 && pending[20] === 0) {
-          const { name, value } = firstElement(pending, 21);
-          const key = value ? `${name} ${value}` : name;
-          counts.set(key, (counts.get(key) ?? 0) + 1);
-          asked.set(pending.readInt32LE(4), { key, at: performance.now() });
-        }
-        pending = pending.subarray(length);
-      }
+      onCommand(chunk);
     });
     upstream.on("data", (chunk: Buffer) => {
       client.write(chunk);
-      answers = answers.length === 0 ? chunk : Buffer.concat([answers, chunk]);
-      while (answers.length >= 16) {
-        const length = answers.readInt32LE(0);
-        if (answers.length < length) break;
-        const question = asked.get(answers.readInt32LE(8));
-        if (question) {
-          asked.delete(answers.readInt32LE(8));
-          waits.set(question.key, (waits.get(question.key) ?? 0) + performance.now() - question.at);
-        }
-        answers = answers.subarray(length);
-      }
+      onAnswer(chunk);
     });
     const end = () => {
       client.destroy();

@@ -245,7 +245,7 @@ final class BsonStore {
 
         @Override
         public int compare(Object a, Object b) {
-            return ValueComparator.asc().compare(a, b);
+            return SecondaryIndex.compareValues(a, b);
         }
 
         @Override
@@ -288,7 +288,7 @@ final class BsonStore {
         public int compare(KeyValue a, KeyValue b) {
             int bySize = Integer.compare(a.size(), b.size());
             for (int i = 0; bySize == 0 && i < a.size(); i++) {
-                bySize = ValueComparator.asc().compare(a.get(i), b.get(i));
+                bySize = SecondaryIndex.compareValues(a.get(i), b.get(i));
             }
             return bySize;
         }

@@ -2,7 +2,6 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
-import java.util.Comparator;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
@@ -19,6 +18,7 @@ import de.bwaldvogel.mongo.backend.KeyValue;
 import de.bwaldvogel.mongo.backend.Missing;
 import de.bwaldvogel.mongo.backend.ValueComparator;
 import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.bson.ObjectId;
 
 /**
  * A non-unique index ({@code createIndex} without {@code unique}), which the library accepts and ignores
@@ -45,7 +45,8 @@ final class SecondaryIndex<P> extends Index<P> {
     private static final int BEFORE = -1;
     private static final int AFTER = 1;
 
-    private final List<Comparator<Object>> keyComparators = new ArrayList<>();
+    /** Each key's direction: 1 ascending, -1 descending. */
+    private final int[] directions;
     private final ConcurrentSkipListMap<Entry, P> entries = new ConcurrentSkipListMap<>(this::compare);
     private final ConcurrentHashMap<Object, P> positionsById = new ConcurrentHashMap<>();
 
@@ -56,9 +57,7 @@ final class SecondaryIndex<P> extends Index<P> {
 
     SecondaryIndex(String name, List<IndexKey> keys, boolean sparse) {
         super(name, keys, sparse);
-        for (IndexKey key : keys) {
-            keyComparators.add(key.isAscending() ? ValueComparator.asc() : ValueComparator.desc());
-        }
+        directions = keys.stream().mapToInt(key -> key.isAscending() ? 1 : -1).toArray();
         paths = keys.stream().map(key -> key.getKey().split("\\.", -1)).toArray(String[][]::new);
     }
 
@@ -115,13 +114,13 @@ final class SecondaryIndex<P> extends Index<P> {
     private int compare(Entry a, Entry b) {
         int common = Math.min(a.key.length, b.key.length);
         for (int i = 0; i < common; i++) {
-            int c = keyComparators.get(i).compare(a.key[i], b.key[i]);
+            int c = directions[i] * compareValues(a.key[i], b.key[i]);
             if (c != 0) {
                 return c;
             }
         }
         if (a.bound == 0 && b.bound == 0) {
-            return ValueComparator.asc().compare(a.id, b.id);
+            return compareValues(a.id, b.id);
         }
         if (b.bound == 0) {
             return a.bound;
@@ -134,6 +133,24 @@ final class SecondaryIndex<P> extends Index<P> {
         }
         // Two bounds on the same side: the shorter prefix reaches further.
         return a.bound * Integer.compare(b.key.length, a.key.length);
+    }
+
+    /**
+     * MongoDB's order of two values, as the library's {@link ValueComparator#asc()} gives it, with the
+     * comparisons of the usual keys (two strings, two dates, two ObjectIds) made directly: the library's
+     * general path checks types and nulls on each of the many comparisons an index write makes.
+     */
+    static int compareValues(Object a, Object b) {
+        if (a instanceof String x && b instanceof String y) {
+            return x.compareTo(y);
+        }
+        if (a instanceof Instant x && b instanceof Instant y) {
+            return x.compareTo(y);
+        }
+        if (a instanceof ObjectId x && b instanceof ObjectId y) {
+            return x.compareTo(y);
+        }
+        return ValueComparator.asc().compare(a, b);
     }
 
     private static Object idOf(Document document) {
