@@ -4,6 +4,7 @@ import type { Clock } from "../shared/clock.js";
 import { newId, uuidFromName } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
 import { GroupCommit } from "../store/group-commit.js";
+import { insertEach, type InsertOutcome } from "../store/insert-each.js";
 
 /**
  * A webhook event as stored in the `events` collection (spec §Webhook event
@@ -40,12 +41,6 @@ export interface NewEvent {
    * id and no second event. Unset: every call is a new event.
    */
   dedupeKey?: string;
-}
-
-interface WriteErrorLike {
-  index: number;
-  code: number;
-  errmsg?: string;
 }
 
 /** The event types of the spec's table (§Events). */
@@ -89,8 +84,6 @@ export interface EventBus {
   ensureIndexes(): Promise<void>;
 }
 
-/** What became of one event in a batched insert. */
-type InsertOutcome = "inserted" | "duplicate" | Error;
 
 /**
  * Creates the event bus over `db`. Events published at about the same time
@@ -100,20 +93,7 @@ type InsertOutcome = "inserted" | "duplicate" | Error;
 export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
   const collection = db.collection<StoredEvent>("events");
   const outboxes: EventOutbox[] = [];
-  const inserts = new GroupCommit<StoredEvent, InsertOutcome>(async (events) => {
-    try {
-      await collection.insertMany(events, { ordered: false });
-      return events.map(() => "inserted");
-    } catch (err) {
-      const reported = (err as { writeErrors?: WriteErrorLike | WriteErrorLike[] }).writeErrors;
-      if (reported === undefined) throw err;
-      const failed = new Map(([] as WriteErrorLike[]).concat(reported).map((e) => [e.index, e]));
-      return events.map((_, i) => {
-        const e = failed.get(i);
-        return !e ? "inserted" : e.code === 11000 ? "duplicate" : new Error(e.errmsg ?? `insert failed (code ${e.code})`);
-      });
-    }
-  }, 500);
+  const inserts = new GroupCommit<StoredEvent, InsertOutcome>((events) => insertEach(collection, events), 500);
   return {
     collection,
     async publish({ workspaceId, type, data, dedupeKey }) {

@@ -158,7 +158,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
           dispatch: deps.dispatcher.initialState(now),
         };
         try {
-          await messages.collection.insertOne(record);
+          await messages.insert(record);
         } catch (err) {
           await credits.releaseSpend(workspaceId, messageId).catch(() => undefined); // else the sweep gives it back
           throw err;

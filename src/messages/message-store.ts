@@ -1,6 +1,8 @@
 import type { Collection, Db, Filter } from "mongodb";
 import type { InboundContent, NetworkErrorInfo } from "../network/network.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
+import { GroupCommit } from "../store/group-commit.js";
+import { insertEach, type InsertOutcome } from "../store/insert-each.js";
 
 /** Statuses of outbound messages in their order; "failed" is final and outside it. */
 export const STATUS_ORDER = ["accepted", "sent", "delivered", "read"] as const;
@@ -81,6 +83,14 @@ export interface MessageRecord {
 /** Access to the `messages` collection. */
 export interface MessageStore {
   readonly collection: Collection<MessageRecord>;
+  /**
+   * Stores a new message. Messages stored at about the same time share one
+   * insertMany (group commit: whatever accumulated during the previous write),
+   * each caller awaiting its own.
+   *
+   * @throws the server's error for this message (E11000 when its id exists), or what failed the whole write.
+   */
+  insert(record: MessageRecord): Promise<void>;
   /** Whether a message with `id` exists. */
   exists(id: string): Promise<boolean>;
   /** An outbound message sent by key `apiKeyId`, or null (also for another key's message). */
@@ -95,8 +105,14 @@ export interface MessageStore {
 /** Creates the message store over `db`. */
 export function createMessageStore(db: Db): MessageStore {
   const collection = db.collection<MessageRecord>("messages");
+  const inserts = new GroupCommit<MessageRecord, InsertOutcome>((records) => insertEach(collection, records), 500);
   return {
     collection,
+    async insert(record) {
+      const outcome = await inserts.add(record);
+      if (outcome === "duplicate") throw Object.assign(new Error(`message ${record._id} exists already`), { code: 11000 });
+      if (outcome instanceof Error) throw outcome;
+    },
     exists: async (id) => (await collection.findOne({ _id: id }, { projection: { _id: 1 } })) !== null,
     getForKey: (id, apiKeyId) => collection.findOne({ _id: id, api_key_id: apiKeyId, direction: "outbound" }),
     listForKey(apiKeyId, { status, to }, page) {

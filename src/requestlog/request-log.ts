@@ -2,6 +2,7 @@ import type { Collection, Db } from "mongodb";
 import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
 import type { Protocol } from "../gateway/request-state.js";
+import { insertEach } from "../store/insert-each.js";
 
 /**
  * One request as stored in `request_log` (spec §What the service does, 5:
@@ -40,11 +41,6 @@ export interface RequestLogRow {
 
 /** Rows kept in memory while the database refuses writes, at most. */
 const MAX_BUFFERED_ROWS = 100_000;
-
-interface WriteErrorLike {
-  index: number;
-  code: number;
-}
 
 /** Options of createRequestLog. */
 export interface RequestLogOptions {
@@ -91,25 +87,26 @@ export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog
   }
 
   async function writeBatch(rows: RequestLogRow[]): Promise<void> {
+    // Rows refused as duplicates were written by an earlier attempt; retry the rest.
+    let retry: RequestLogRow[];
+    let err: unknown;
     try {
-      await collection.insertMany(rows, { ordered: false });
-    } catch (err) {
-      // Rows refused as duplicates were written by an earlier attempt; retry the rest.
-      const reported = (err as { writeErrors?: WriteErrorLike | WriteErrorLike[] }).writeErrors;
-      const writeErrors = reported === undefined ? undefined : ([] as WriteErrorLike[]).concat(reported);
-      const retry = writeErrors
-        ? writeErrors.filter((e) => e.code !== 11000).map((e) => rows[e.index] as RequestLogRow)
-        : rows;
-      if (retry.length === 0) return;
-      options.logger.warn({ err, rows: retry.length }, "request log write failed; retrying");
-      buffer = retry.concat(buffer);
-      if (buffer.length > MAX_BUFFERED_ROWS) {
-        const dropped = buffer.length - MAX_BUFFERED_ROWS;
-        buffer = buffer.slice(dropped);
-        options.logger.error({ dropped }, "request log buffer full; oldest rows dropped");
-      }
-      schedule();
+      const outcomes = await insertEach(collection, rows);
+      retry = rows.filter((_, i) => outcomes[i] instanceof Error);
+      err = outcomes.find((o) => o instanceof Error);
+    } catch (failed) {
+      retry = rows;
+      err = failed;
     }
+    if (retry.length === 0) return;
+    options.logger.warn({ err, rows: retry.length }, "request log write failed; retrying");
+    buffer = retry.concat(buffer);
+    if (buffer.length > MAX_BUFFERED_ROWS) {
+      const dropped = buffer.length - MAX_BUFFERED_ROWS;
+      buffer = buffer.slice(dropped);
+      options.logger.error({ dropped }, "request log buffer full; oldest rows dropped");
+    }
+    schedule();
   }
 
   function flush(): Promise<void> {
