@@ -11,6 +11,7 @@ describe("configuration from the environment", () => {
       mongodbUri: undefined,
       role: "all",
       trustForwardedFor: false,
+      databaseCommandMetrics: false,
       unauthenticatedRateLimitPerMin: 30,
       keyCacheTtlMs: 1000,
       requestLogRetentionDays: 30,
@@ -18,8 +19,8 @@ describe("configuration from the environment", () => {
   });
 
   it("reads values and treats empty ones as unset", () => {
-    const config = loadConfig({ PORT: "9000", TRUST_X_FORWARDED_FOR: "true", MONGODB_URI: "", ROLE: "worker" });
-    expect(config).toMatchObject({ port: 9000, trustForwardedFor: true, mongodbUri: undefined, role: "worker" });
+    const config = loadConfig({ PORT: "9000", TRUST_X_FORWARDED_FOR: "true", MONGODB_URI: "", ROLE: "worker", DATABASE_COMMAND_METRICS: "true" });
+    expect(config).toMatchObject({ port: 9000, trustForwardedFor: true, mongodbUri: undefined, role: "worker", databaseCommandMetrics: true });
   });
 
   it("names every bad variable, its rule and the value given", () => {

@@ -89,6 +89,22 @@ describe("GET /metrics (Prometheus text on the console port)", () => {
   });
 });
 
+describe("database command latency", () => {
+  it("is not measured unless DATABASE_COMMAND_METRICS is on (the driver's command events cost a second decoding of every reply)", async () => {
+    const plain = await createTestService({ config: { ...FAST_MESSAGING } });
+    try {
+      const ws = await plain.createWorkspace("No command metrics");
+      const { secret } = await plain.createKey(ws);
+      expect((await rest(plain.publicUrl, "GET", "/v1/me", { key: secret })).status).toBe(200);
+      const text = await (await fetch(`${plain.consoleUrl}/metrics`)).text();
+      expect(text).toContain("msgsvc_requests_total");
+      expect(text).not.toMatch(/^msgsvc_database_command_duration_seconds_count/m);
+    } finally {
+      await plain.close();
+    }
+  });
+});
+
 describe("access log", () => {
   it("writes one line per public request with request id, operation, key id, status and duration, never a secret", async () => {
     const ws = await t.createWorkspace("Access log");
