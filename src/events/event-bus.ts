@@ -84,7 +84,6 @@ export interface EventBus {
   ensureIndexes(): Promise<void>;
 }
 
-
 /**
  * Creates the event bus over `db`. Events published at about the same time
  * are stored together (group commit: one insertMany, unordered, for whatever
