@@ -116,6 +116,7 @@ const schema = z.object({
   REQUEST_LOG_RETENTION_DAYS: integer(30, 1, 3650, "days"),
   REQUEST_LOG_FLUSH_MS: integer(100, 1, 10_000, "milliseconds"),
   SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 600_000, "milliseconds"),
+  HEAP_GROWING_PERCENT: integer(30, 0, 300, "percent"),
   HEADERS_TIMEOUT_MS: integer(10_000, 100, 120_000, "milliseconds"),
   REQUEST_TIMEOUT_MS: integer(60_000, 100, 600_000, "milliseconds"),
   LOG_LEVEL: z
@@ -223,6 +224,13 @@ export interface Config {
   requestLogFlushMs: number;
   /** Longest wait for in-flight work at shutdown, in ms. */
   shutdownTimeoutMs: number;
+  /**
+   * How far V8 lets the old generation grow past what the last full
+   * collection kept before the next one, in percent (V8's
+   * --heap-growing-percent); 0 leaves it to V8, which lets a busy heap grow
+   * to several times its live size. See tuneHeap.
+   */
+  heapGrowingPercent: number;
   /** Time a client has to send a request's headers, in ms (answered 408 beyond). */
   headersTimeoutMs: number;
   /** Time a client has to send a whole request, in ms (answered 408 beyond). */
@@ -363,6 +371,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     requestLogRetentionDays: v.REQUEST_LOG_RETENTION_DAYS,
     requestLogFlushMs: v.REQUEST_LOG_FLUSH_MS,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,
+    heapGrowingPercent: v.HEAP_GROWING_PERCENT,
     headersTimeoutMs: v.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: v.REQUEST_TIMEOUT_MS,
     logLevel: v.LOG_LEVEL,

@@ -33,6 +33,7 @@ import { createRequestLog, type RequestLog } from "./requestlog/request-log.js";
 import { systemClock, type Clock } from "./shared/clock.js";
 import { createLogger, type Logger } from "./shared/logger.js";
 import { createMetrics, metricsRoute, observeDatabaseCommands } from "./metrics/metrics.js";
+import { tuneHeap } from "./shared/heap.js";
 import { createWorkspaceStore, type WorkspaceStore } from "./workspaces/workspace-store.js";
 
 /** What startService needs besides the configuration. */
@@ -95,6 +96,7 @@ function createCapabilities(platform: Platform, auditLog: AuditLog): Capability[
  */
 export async function startService(options: StartOptions): Promise<RunningService> {
   const { config } = options;
+  tuneHeap(config.heapGrowingPercent);
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
   // Money and state are written with w: "majority" and read from the primary (DESIGN.md §5), stated here

@@ -12,6 +12,7 @@ describe("configuration from the environment", () => {
       role: "all",
       trustForwardedFor: false,
       databaseCommandMetrics: false,
+      heapGrowingPercent: 30,
       unauthenticatedRateLimitPerMin: 30,
       keyCacheTtlMs: 1000,
       requestLogRetentionDays: 30,
