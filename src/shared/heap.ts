@@ -3,7 +3,7 @@ import v8 from "node:v8";
 /**
  * Sets how far V8 lets the old generation grow past the live heap of its
  * last full collection before it collects again: by `percent` (V8's
- * --heap-growing-percent; 0 leaves V8's own heuristics). Called once when the
+ * --heap-growing-percent; 0 is V8's default: its own heuristics). Called once when the
  * service starts; V8 reads the flag at each full collection, so it takes
  * effect from the next one.
  *
@@ -18,5 +18,5 @@ import v8 from "node:v8";
  * same ratios to the trivial handler.
  */
 export function tuneHeap(percent: number): void {
-  if (percent > 0) v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
+  v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
 }
