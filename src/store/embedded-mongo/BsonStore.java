@@ -62,11 +62,12 @@ final class BsonStore {
      * @throws IOException when a store of the old format cannot be replaced by its converted copy
      */
     static MVStore open(String file, int commitIntervalMs) throws IOException {
-        MVStore store = new MVStore.Builder().fileName(file).pageSplitSize(4 * 1024).open();
+        MVStore.Builder builder = new MVStore.Builder().fileName(file).pageSplitSize(4 * 1024);
+        MVStore store = builder.open();
         if (!store.hasMap(FORMAT_MAP) && store.getMapNames().stream().anyMatch(name -> !name.equals(FORMAT_MAP))) {
             store.close();
             convert(file);
-            store = new MVStore.Builder().fileName(file).open();
+            store = builder.open();
         }
         store.openMap(FORMAT_MAP).put("format", FORMAT);
         store.setAutoCommitDelay(commitIntervalMs);
