@@ -3,8 +3,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { Clock } from "../shared/clock.js";
 import { newId, uuidFromName } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
-import { GroupCommit } from "../store/group-commit.js";
-import { insertEach, type InsertOutcome } from "../store/insert-each.js";
+import { groupInserts } from "../store/insert-each.js";
 
 /**
  * A webhook event as stored in the `events` collection (spec §Webhook event
@@ -92,7 +91,7 @@ export interface EventBus {
 export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
   const collection = db.collection<StoredEvent>("events");
   const outboxes: EventOutbox[] = [];
-  const inserts = new GroupCommit<StoredEvent, InsertOutcome>((events) => insertEach(collection, events), 500);
+  const inserts = groupInserts(collection);
   return {
     collection,
     async publish({ workspaceId, type, data, dedupeKey }) {

@@ -1,8 +1,7 @@
 import type { Collection, Db, Filter } from "mongodb";
 import type { InboundContent, NetworkErrorInfo } from "../network/network.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
-import { GroupCommit } from "../store/group-commit.js";
-import { insertEach, type InsertOutcome } from "../store/insert-each.js";
+import { groupInserts } from "../store/insert-each.js";
 
 /** Statuses of outbound messages in their order; "failed" is final and outside it. */
 export const STATUS_ORDER = ["accepted", "sent", "delivered", "read"] as const;
@@ -105,7 +104,7 @@ export interface MessageStore {
 /** Creates the message store over `db`. */
 export function createMessageStore(db: Db): MessageStore {
   const collection = db.collection<MessageRecord>("messages");
-  const inserts = new GroupCommit<MessageRecord, InsertOutcome>((records) => insertEach(collection, records), 500);
+  const inserts = groupInserts(collection);
   return {
     collection,
     async insert(record) {

@@ -1,4 +1,5 @@
 import type { Collection, Document, OptionalUnlessRequiredId } from "mongodb";
+import { GroupCommit } from "./group-commit.js";
 
 /** What became of one document of a batched insert. */
 export type InsertOutcome = "inserted" | "duplicate" | Error;
@@ -31,4 +32,13 @@ export async function insertEach<T extends Document>(collection: Collection<T>, 
       return !e ? "inserted" : e.code === 11000 ? "duplicate" : new Error(e.errmsg ?? `insert failed (code ${e.code})`);
     });
   }
+}
+
+/**
+ * Inserts by group commit: documents added while a write runs share the
+ * next insertEach (at most `maxBatch` a command); each caller awaits its
+ * own document's outcome.
+ */
+export function groupInserts<T extends Document>(collection: Collection<T>, maxBatch = 500): GroupCommit<OptionalUnlessRequiredId<T>, InsertOutcome> {
+  return new GroupCommit((docs) => insertEach(collection, docs), maxBatch);
 }
