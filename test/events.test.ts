@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uuidFromName } from "../src/shared/ids.js";
+import { deliveryId } from "../src/webhooks/delivery-store.js";
 import { createTestService, type TestService } from "./helpers/test-service.js";
 
 let t: TestService;
@@ -14,7 +15,7 @@ afterAll(() => t.close());
 describe("event publication (spec §Webhook event envelope)", () => {
   it("serializes the envelope once, with the event id, type, millisecond time and data", async () => {
     const event = await t.service.events.publish({ workspaceId, type: "message.sent", data: { message_id: "msg_1", error: null } });
-    expect(event._id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(event._id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(JSON.parse(event.body)).toEqual({
       id: event._id,
       type: "message.sent",
@@ -39,5 +40,25 @@ describe("event publication (spec §Webhook event envelope)", () => {
     expect(uuidFromName("a")).toBe(uuidFromName("a"));
     expect(uuidFromName("a")).not.toBe(uuidFromName("b"));
     expect(uuidFromName("a")).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // Stored events' ids derive from these: the namespace and the algorithm never change.
+    expect(uuidFromName("a")).toBe("97c0887a-48d2-56de-afb6-3d4254b293e7");
+  });
+
+  it("gives new events version-7 ids: their creation time in ms first, so they sort as published, and so do their deliveries", async () => {
+    const events = [];
+    for (let i = 0; i < 5; i++) {
+      events.push(await t.service.events.publish({ workspaceId, type: "message.sent", data: { n: i } }));
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    for (const event of events) {
+      expect(parseInt(event._id.replace(/-/g, "").slice(0, 12), 16)).toBe(event.created_at.getTime());
+    }
+    const ids = events.map((e) => e._id);
+    expect([...ids].sort()).toEqual(ids);
+    const deliveries = events.map((e) => deliveryId(e._id, "whk_1"));
+    expect([...deliveries].sort()).toEqual(deliveries);
+    expect(deliveries[0]!.slice("dlv_".length, "dlv_".length + 13)).toBe(ids[0]!.slice(0, 13));
+    expect(deliveryId(ids[0]!, "whk_1")).toBe(deliveries[0]);
+    expect(deliveryId(ids[0]!, "whk_2")).not.toBe(deliveries[0]);
   });
 });

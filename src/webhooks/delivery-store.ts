@@ -95,11 +95,20 @@ export interface AttemptRecord {
   next_attempt_at: Date | null;
 }
 
-/** The delivery id of an event and an endpoint: dlv_ and a UUID (version 8) made from a SHA-256 of both. */
+/**
+ * The delivery id of an event and an endpoint: dlv_ and a UUID (version 8)
+ * whose first 48 bits are the event id's (its creation time, the event id
+ * being a version 7: see newId) and whose rest comes from a SHA-256 of both
+ * ids. The same pair always gives the same id (a republished event finds its
+ * deliveries stored), and an event's deliveries sort by its time, so they are
+ * appended to the `_id` index as the events are. (Deliveries stored before
+ * this shape have all 128 bits from the hash: look deliveries up by event_id
+ * and endpoint_id, not by recomputing their id.)
+ */
 export function deliveryId(eventId: string, endpointId: string): string {
   const hex = createHash("sha256").update(`${eventId}/${endpointId}`).digest("hex");
   const variant = ((parseInt(hex[16] as string, 16) & 0x3) | 0x8).toString(16);
-  return `dlv_${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+  return `dlv_${eventId.slice(0, 8)}-${eventId.slice(9, 13)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
 /** Id of automatic attempt `n` (also of its claim). */

@@ -223,12 +223,18 @@ export class Dispatcher {
     const now = clock.now();
     for (let at = 0; at < found.length; at += RECOVERY_CHUNK) {
       const chunk = found.slice(at, at + RECOVERY_CHUNK);
-      const ids = chunk.map((e) => deliveryId(e._id, endpoint._id));
       const existing = new Map(
-        (await store.deliveries.find({ _id: { $in: ids } }, { projection: { status: 1, automatic_attempts: 1, test: 1 } }).toArray()).map((d) => [d._id, d]),
+        (
+          await store.deliveries
+            .find(
+              { event_id: { $in: chunk.map((e) => e._id) }, endpoint_id: endpoint._id },
+              { projection: { event_id: 1, status: 1, automatic_attempts: 1, test: 1 } },
+            )
+            .toArray()
+        ).map((d) => [d.event_id, d]),
       );
       const failed = [...existing.values()].filter((d) => d.status === "failed" && d.test !== true);
-      const missing = chunk.filter((_, i) => !existing.has(ids[i] as string));
+      const missing = chunk.filter((e) => !existing.has(e._id));
       if (r.dryRun) {
         recovery.failed += failed.length;
         recovery.unattempted += missing.length;

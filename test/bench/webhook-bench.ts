@@ -5,6 +5,7 @@ import { WebhookEndpointService } from "../../gen/messaging/console/v1/webhook_e
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { MongoClient, type Db } from "mongodb";
 import { automaticAttemptId, deliveryId, type AttemptRecord, type DeliveryRecord } from "../../src/webhooks/delivery-store.js";
+import { newId } from "../../src/shared/ids.js";
 import { signWebhookPayload } from "../../src/webhooks/signature.js";
 import { Pool } from "undici";
 import { serviceProfileArgs, startProcess, stopProcess, TEST_WEBHOOK_SECRET_KEY } from "../helpers/processes.js";
@@ -269,8 +270,8 @@ async function seedBacklog(db: Db, endpoints: { workspaceId: string; endpointId:
     const attempts: AttemptRecord[] = [];
     for (let i = start; i < Math.min(size, start + 500); i++) {
       const ep = endpoints[i % endpoints.length]!;
-      const id = randomUUID();
-      const data = { message_id: `msg_${randomUUID()}`, to: "4915112345678", status: "delivered", wa_message_id: `wamid.b${i}`, occurred_at: now.toISOString(), error: null, backlog: true };
+      const id = newId();
+      const data = { message_id: newId("msg"), to: "4915112345678", status: "delivered", wa_message_id: `wamid.b${i}`, occurred_at: now.toISOString(), error: null, backlog: true };
       const body = JSON.stringify({ id, type: "message.delivered", created_at: now.toISOString(), data });
       const dlv = deliveryId(id, ep.endpointId);
       events.push({ _id: id, workspace_id: ep.workspaceId, type: "message.delivered", created_at: now, data, body });
