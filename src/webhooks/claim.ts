@@ -12,9 +12,12 @@ export const CLAIM_BATCH = 200;
  * The claims of due deliveries. Each round costs three commands, whatever
  * its size: the due deliveries in order of next_attempt_at; one updateMany
  * that leases those still due to this round (lease_owner, next_attempt_at
- * pushed to the lease's end); their events' envelopes. When the update
- * changed fewer than were read, another worker took some, and a fourth
- * command reads which this round got. Two workers that find the same ids
+ * pushed to the lease's end); their events' envelopes, read while the lease
+ * is written. When the update changed fewer than were read, another worker
+ * took some, and a fourth command reads which this round got. The next round
+ * looks for due deliveries as soon as the lease is written, while this one's
+ * envelopes are still being read: rounds overlap, so a drain is not held to
+ * one command at a time. Two workers that find the same ids
  * each get only those their own update changed: no attempt is made twice,
  * except after a crash (the lease ends, the next claim records the lost
  * attempt as interrupted and goes on).
@@ -38,6 +41,10 @@ export class DeliveryClaims {
   /** A drain was asked for while one ran: it goes on once more. */
   private again = false;
   private slotFreed: (() => void) | undefined;
+  /** Leased deliveries waiting for their events' envelopes (counted in inProgress until they begin). */
+  private starting = 0;
+  /** Rounds whose attempts begin once their envelopes are read. */
+  private readonly startingRounds = new Set<Promise<void>>();
 
   constructor(
     private readonly o: {
@@ -89,20 +96,21 @@ export class DeliveryClaims {
     await this.draining?.catch(() => {});
   }
 
-  /** Deliveries in progress in this process. */
+  /** Deliveries in progress in this process (leased ones whose attempts are about to begin included). */
   get inProgress(): number {
-    return this.inFlight;
+    return this.inFlight + this.starting;
   }
 
   private async claimWhileDue(): Promise<void> {
     do {
       this.again = false;
       while (!this.stopping) {
-        const room = Math.min(CLAIM_BATCH, this.o.maxInFlight - this.inFlight);
+        const room = Math.min(CLAIM_BATCH, this.o.maxInFlight - this.inProgress);
         if (room < CLAIM_BATCH / 4) await new Promise<void>((resolve) => (this.slotFreed = resolve));
         else if ((await this.claim(room)) < room) break;
       }
     } while (this.again && !this.stopping);
+    await Promise.all(this.startingRounds);
   }
 
   /** One round: claims up to `limit` due deliveries and starts them; resolves to how many were due. */
@@ -113,6 +121,8 @@ export class DeliveryClaims {
     if (due.length === 0) return 0;
     const lease = `${this.o.owner}:${++this.round}`;
     const ids = due.map((d) => d._id);
+    const envelopes = this.o.events.find({ _id: { $in: [...new Set(due.map((d) => d.event_id))] } }, { projection: { body: 1 } }).toArray();
+    envelopes.catch(() => {}); // awaited below, unless no delivery of the round is ours
     const leased = await deliveries.updateMany(
       { _id: { $in: ids }, next_attempt_at: { $lte: now } },
       { $set: { lease_owner: lease, leased_at: now, next_attempt_at: new Date(now.getTime() + this.o.leaseMs), updated_at: now } },
@@ -120,10 +130,20 @@ export class DeliveryClaims {
     // All of them ours (the usual case): they are as read. Otherwise another worker took some: read which are ours.
     const mine = leased.modifiedCount === due.length ? due : await deliveries.find({ _id: { $in: ids }, lease_owner: lease }).toArray();
     if (mine.length === 0) return due.length;
-    const eventIds = [...new Set(mine.map((d) => d.event_id))];
-    const bodies = new Map(
-      (await this.o.events.find({ _id: { $in: eventIds } }, { projection: { body: 1 } }).toArray()).map((e) => [e._id, e.body]),
-    );
+    this.starting += mine.length;
+    const starting = this.startAll(mine, due, envelopes, lease, now)
+      .catch((err: unknown) => this.o.logger.warn({ err, lease }, "reading claimed deliveries' events failed; their leases end and they are claimed again"))
+      .finally(() => {
+        this.starting -= mine.length;
+        this.startingRounds.delete(starting);
+      });
+    this.startingRounds.add(starting);
+    return due.length;
+  }
+
+  /** Begins the attempts of a round's leased deliveries once their events' envelopes are read. */
+  private async startAll(mine: DeliveryRecord[], due: DeliveryRecord[], envelopes: Promise<Pick<StoredEvent, "_id" | "body">[]>, lease: string, now: Date): Promise<void> {
+    const bodies = new Map((await envelopes).map((e) => [e._id, e.body]));
     const before = new Map(due.map((d) => [d._id, d]));
     for (const delivery of mine) {
       const body = bodies.get(delivery.event_id);
@@ -141,7 +161,6 @@ export class DeliveryClaims {
         ...(previous?.lease_owner && previous.leased_at ? { interruptedSince: previous.leased_at } : {}),
       });
     }
-    return due.length;
   }
 
   /**
@@ -156,7 +175,7 @@ export class DeliveryClaims {
       .catch((err: unknown) => this.o.logger.warn({ err, deliveryId: leased.delivery._id }, "a webhook attempt failed; its lease ends and it is claimed again"))
       .finally(() => {
         this.inFlight--;
-        if (this.inFlight <= this.o.maxInFlight - CLAIM_BATCH && this.slotFreed) {
+        if (this.inProgress <= this.o.maxInFlight - CLAIM_BATCH && this.slotFreed) {
           this.slotFreed();
           this.slotFreed = undefined;
         }
