@@ -221,6 +221,35 @@ describe("the callback endpoint", () => {
     expect(events.find((e) => e.type === "message.delivered")!.data).toMatchObject({ occurred_at: "2026-11-23T02:13:30.000Z", wa_message_id: wamid });
   });
 
+  it("applies a burst of statuses for many messages at once: each status once, each repeat counted", async () => {
+    const recipients = ["16505551240", "16505551241", "16505551242", "16505551243", "16505551244"];
+    const sent = await Promise.all(
+      recipients.map(async (to) => {
+        const id = (await send(to)).json.message_id as string;
+        return { to, id, wamid: (await dispatched(id))!.wa_message_id as string };
+      }),
+    );
+    const t0 = 1795400200;
+    // Everything at once, so that reports share batches: delivered twice and read once per message.
+    const answers = await Promise.all(
+      sent.flatMap(({ to, wamid }) => [
+        callback(statusPayload(wamid, "delivered", t0 + 1, to)),
+        callback(statusPayload(wamid, "read", t0 + 2, to)),
+        callback(statusPayload(wamid, "delivered", t0 + 1, to)),
+      ]),
+    );
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+    for (const { id } of sent) {
+      const message = await until(async () => {
+        const m = await stored(id);
+        return m?.events_pending?.length === 0 && m;
+      });
+      expect(message).toMatchObject({ status: "read", duplicate_reports: 1, delivered_at: new Date((t0 + 1) * 1000), read_at: new Date((t0 + 2) * 1000) });
+      expect([...message.reports].sort()).toEqual(["delivered", "read", "sent"]);
+      expect((await eventsOf(id)).map((e) => e.type).sort()).toEqual(["message.delivered", "message.read", "message.sent"]);
+    }
+  });
+
   it("turns a failed status with Meta's errors into message.failed and a refund", async () => {
     const before = await balance();
     const res = await send("16505551237");

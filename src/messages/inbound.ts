@@ -227,34 +227,31 @@ export function createInbound(deps: {
     track(publishedMarks.add({ messageId: message._id, status }));
   }
 
+  /** Which message a status report names: ours (echoed by the network) or the network's id. */
+  type ReportMatch = { _id: string } | { wa_message_id: string };
+
   /**
-   * Applies a status report to its outbound message with one conditional
-   * update (two for a late report), never reading it first:
+   * The two conditional updates that apply a status report to its outbound
+   * message, in this order, never reading it first:
    *
+   * - forward: the status moves only forward (accepted < sent < delivered <
+   *   read); failed only from accepted or sent, and is final, with the error
+   *   and a refund due;
+   * - late (when forward matched nothing): the status is further on already,
+   *   so only the times, the report and its event mark;
    * - deduplicated by status: the message keeps the statuses reported
-   *   (`reports`), and a report of one already there changes nothing;
-   * - never backwards: the status moves only forward (accepted < sent <
-   *   delivered < read); failed only from accepted or sent, and is final,
-   *   with the error and a refund due;
+   *   (`reports`), and a report of one already there matches neither;
    * - times: each status's time is the earliest reported (`$min`), and a later
    *   status also dates the earlier ones it implies where they are later or
    *   missing (a message cannot be read before it was delivered);
-   * - the event: the same update adds the status to `events_pending`; the
-   *   event is stored (its id derived from message and status), then the mark
-   *   is cleared in a batch. A crash in between leaves the mark, and the sweep
+   * - the event: the update adds the status to `events_pending`; the event is
+   *   stored (its id derived from message and status), then the mark is
+   *   cleared in a batch. A crash in between leaves the mark, and the sweep
    *   fires the event: a change never goes without its event.
    *
-   * `set` adds fields to the same update (dispatch records the network id).
-   * Resolves to the message after the update (without its send snapshot),
-   * or null when the report changed nothing (a duplicate) or no message matched.
+   * `set` adds fields to both (a report by our id records the network's id).
    */
-  async function applyStatus(
-    match: { _id: string } | { wa_message_id: string },
-    status: StatusReport["status"],
-    at: Date,
-    error: NetworkErrorInfo | null,
-    set: Record<string, unknown> = {},
-  ): Promise<MessageRecord | null> {
+  function statusUpdates(match: ReportMatch, status: StatusReport["status"], at: Date, error: NetworkErrorInfo | null, set: Record<string, unknown>) {
     const times = status === "failed" ? ["failed"] : STATUS_ORDER.slice(1, STATUS_ORDER.indexOf(status) + 1);
     const min = Object.fromEntries(times.map((t) => [`${t}_at`, at]));
     const filter = { ...match, direction: "outbound" as const, reports: { $ne: status } };
@@ -262,17 +259,82 @@ export function createInbound(deps: {
     const earlier = status === "failed" ? ["accepted", "sent"] : STATUS_ORDER.slice(0, STATUS_ORDER.indexOf(status));
     const forward: Partial<MessageRecord> = status === "failed" ? { status: "failed", error, refund_state: "due" } : { status };
     const now = clock.now();
-    // The send snapshot (template parameters and text) is dispatch's alone: not read back here.
-    const options = { returnDocument: "after", projection: { send: 0 } } as const;
-    const updated =
-      (await col.findOneAndUpdate({ ...filter, status: { $in: earlier as StoredStatus[] } }, { $set: { ...forward, ...set, updated_at: now }, $min: min, ...record }, options)) ??
-      (await col.findOneAndUpdate(filter, { $set: { ...set, updated_at: now }, $min: min, ...record }, options));
-    if (!updated) return null;
+    return {
+      forward: { filter: { ...filter, status: { $in: earlier as StoredStatus[] } }, update: { $set: { ...forward, ...set, updated_at: now }, $min: min, ...record } },
+      late: { filter, update: { $set: { ...set, updated_at: now }, $min: min, ...record } },
+    };
+  }
+
+  /** What follows a status change (`updated`: the message after it): its event, and the refund a failure makes due. */
+  async function afterStatus(updated: MessageRecord, status: StatusReport["status"], at: Date, error: NetworkErrorInfo | null): Promise<void> {
     applied.set(`${updated._id}:${status}`, true);
     await publishStatus(updated, status, at, error);
     if (updated.status === "failed" && updated.refund_state === "due" && status === "failed") await refund(updated);
+  }
+
+  // The send snapshot (template parameters and text) is dispatch's alone: not read back here.
+  const withoutSnapshot = { projection: { send: 0 } } as const;
+
+  /**
+   * Applies a status report (statusUpdates, as two findOneAndUpdate) and what
+   * follows it (the sweep's path). Resolves to the message after the update,
+   * or null when the report changed nothing (a duplicate) or no message matched.
+   */
+  async function applyStatus(match: ReportMatch, status: StatusReport["status"], at: Date, error: NetworkErrorInfo | null): Promise<MessageRecord | null> {
+    const { forward, late } = statusUpdates(match, status, at, error, {});
+    const options = { returnDocument: "after", ...withoutSnapshot } as const;
+    const updated = (await col.findOneAndUpdate(forward.filter, forward.update, options)) ?? (await col.findOneAndUpdate(late.filter, late.update, options));
+    if (updated) await afterStatus(updated, status, at, error);
     return updated;
   }
+
+  /** A live status report (Inbound.handle) as it waits for its batch. */
+  interface LiveStatus {
+    match: ReportMatch;
+    status: StatusReport["status"];
+    at: Date;
+    error: NetworkErrorInfo | null;
+    set: Record<string, unknown>;
+  }
+
+  /**
+   * Live status reports, many at once: one ordered bulkWrite of each
+   * report's two updates (statusUpdates), then one read of the messages the
+   * batch names (two when it names some by our id and some by the network's).
+   * Answers each report's message, and whether the report changed it: the
+   * message holds the status in `reports` and its event mark in
+   * `events_pending` (the mark stays until the event is stored, which is
+   * after this read; a duplicate arriving while another's event is not
+   * stored yet is taken as applied, and its event is the same event; within
+   * one batch, only the first report of a message's status is).
+   */
+  const liveStatuses = new GroupCommit<LiveStatus, { message: MessageRecord | null; changed: boolean }>(async (items) => {
+    await col.bulkWrite(
+      items.flatMap(({ match, status, at, error, set }) => {
+        const { forward, late } = statusUpdates(match, status, at, error, set);
+        return [{ updateOne: forward }, { updateOne: late }];
+      }),
+      { ordered: true },
+    );
+    const ours = items.flatMap(({ match }) => ("_id" in match ? [match._id] : []));
+    const theirs = items.flatMap(({ match }) => ("wa_message_id" in match ? [match.wa_message_id] : []));
+    const found = (
+      await Promise.all([
+        ours.length ? col.find({ _id: { $in: ours }, direction: "outbound" }, withoutSnapshot).toArray() : [],
+        theirs.length ? col.find({ wa_message_id: { $in: theirs }, direction: "outbound" }, withoutSnapshot).toArray() : [],
+      ])
+    ).flat();
+    const byId = new Map(found.map((m) => [m._id, m]));
+    const byNetworkId = new Map(found.flatMap((m) => (m.wa_message_id ? [[m.wa_message_id, m] as const] : [])));
+    const taken = new Set<string>(); // the same status twice in one batch: the first changed the message
+    return items.map(({ match, status }) => {
+      const message = ("_id" in match ? byId.get(match._id) : byNetworkId.get(match.wa_message_id)) ?? null;
+      const key = `${message?._id}:${status}`;
+      const changed = !!message && !taken.has(key) && !!message.reports?.includes(status) && !!message.events_pending?.includes(status);
+      if (changed) taken.add(key);
+      return { message, changed };
+    });
+  }, 200);
 
   /** Records an inbound message (once, under the id kept on its report row) and fires message.received. */
   async function applyInbound(row: ReportRecord): Promise<void> {
@@ -350,13 +412,15 @@ export function createInbound(deps: {
         return;
       }
       if (report.messageId && applied.has(`${report.messageId}:${report.status}`)) return track(duplicates.add(report.messageId));
-      // Matched by our message id (echoed by the network) or else by the network's id: one update.
+      // Matched by our message id (echoed by the network) or else by the network's id.
       const match = report.messageId ? { _id: report.messageId } : report.networkMessageId ? { wa_message_id: report.networkMessageId } : null;
       if (!match) return;
       const set = report.messageId && report.networkMessageId ? { wa_message_id: report.networkMessageId } : {};
-      if (await applyStatus(match, report.status, report.occurredAt, report.error ?? null, set)) return;
+      const error = report.error ?? null;
+      const { message, changed } = await liveStatuses.add({ match, status: report.status, at: report.occurredAt, error, set });
+      if (message && changed) return afterStatus(message, report.status, report.occurredAt, error);
       // A duplicate: counted on the message, nothing else changes.
-      if ((await col.updateOne({ ...match, direction: "outbound" }, { $inc: { duplicate_reports: 1 } })).matchedCount > 0) return;
+      if (message) return track(duplicates.add(message._id));
       // Not ours yet (the network may report before dispatch recorded its id): kept and applied by the sweep.
       await store({
         _id: `${report.networkMessageId || report.messageId}:${report.status}`,
