@@ -7,6 +7,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.NavigableMap;
 import java.util.NoSuchElementException;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
@@ -95,6 +96,32 @@ final class SecondaryIndex<P> extends Index<P> {
             values.add(value);
         }
         return List.<Object[]>of(new KeyValue(values).normalized().stream().toArray());
+    }
+
+    /**
+     * Whether every key path of this index holds an equal value in both documents, as stored (an array compared
+     * element by element, numbers of different types as different): then their keys are the same, without working
+     * them out. Most updates change no indexed field of most indexes.
+     */
+    private boolean untouched(Document a, Document b) {
+        for (String[] path : paths) {
+            if (!Objects.equals(storedAt(a, path), storedAt(b, path))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** What is stored at {@code path}: the value, the first array on the way, or {@link Missing}. */
+    private static Object storedAt(Document document, String[] path) {
+        Object value = document;
+        for (String step : path) {
+            if (!(value instanceof Document subdocument)) {
+                return value instanceof Collection ? value : Missing.getInstance();
+            }
+            value = subdocument.getOrMissing(step);
+        }
+        return value;
     }
 
     private boolean sameKeys(Document a, Document b) {
@@ -195,6 +222,9 @@ final class SecondaryIndex<P> extends Index<P> {
 
     @Override
     public synchronized void updateInPlace(Document oldDocument, Document newDocument, P position, MongoCollection<P> collection) {
+        if (untouched(oldDocument, newDocument)) {
+            return;
+        }
         if (!sameKeys(oldDocument, newDocument) || skips(oldDocument) != skips(newDocument)) {
             remove(oldDocument);
             add(newDocument, position, collection);
