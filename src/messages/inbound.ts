@@ -195,9 +195,9 @@ export function createInbound(deps: {
   /**
    * Dispatch's "sent", many messages in one ordered bulkWrite, three updates
    * each: forward (accepted → sent), else late (the status is further on:
-   * only the time, the report and its event mark), and always the dispatch's
-   * outcome (network id, done). The first two change nothing when "sent" was
-   * reported already.
+   * only the time, the report and its event mark), each with the dispatch's
+   * outcome (network id, done); and the outcome alone where neither wrote it
+   * ("sent" was reported already). Only one of the three changes a message.
    */
   const sentWrites = new GroupCommit<{ messageId: string; networkMessageId: string; at: Date }, void>(async (items) => {
     const now = clock.now();
@@ -209,7 +209,7 @@ export function createInbound(deps: {
         return [
           { updateOne: { filter: { ...unreported, status: "accepted" as const }, update: { $set: { status: "sent" as const, ...outcome, updated_at: now }, ...record } } },
           { updateOne: { filter: unreported, update: { $set: { ...outcome, updated_at: now }, ...record } } },
-          { updateOne: { filter: { _id: messageId }, update: { $set: outcome } } },
+          { updateOne: { filter: { _id: messageId, "dispatch.state": { $ne: "done" as const } }, update: { $set: outcome } } },
         ];
       }),
       { ordered: true },
@@ -304,9 +304,11 @@ export function createInbound(deps: {
    * Answers each report's message, and whether the report changed it: the
    * message holds the status in `reports` and its event mark in
    * `events_pending` (the mark stays until the event is stored, which is
-   * after this read; a duplicate arriving while another's event is not
-   * stored yet is taken as applied, and its event is the same event; within
-   * one batch, only the first report of a message's status is).
+   * after this read), and this process has not applied that status before
+   * (`applied`: a repeat in the same batch, or in a later one while the
+   * event is being stored). A repeat that another process applied a moment
+   * ago, its event not stored yet, is taken as applied: its event is the
+   * same event (the id is derived), and only its count as a repeat is lost.
    */
   const liveStatuses = new GroupCommit<LiveStatus, { message: MessageRecord | null; changed: boolean }>(async (items) => {
     await col.bulkWrite(
@@ -326,12 +328,11 @@ export function createInbound(deps: {
     ).flat();
     const byId = new Map(found.map((m) => [m._id, m]));
     const byNetworkId = new Map(found.flatMap((m) => (m.wa_message_id ? [[m.wa_message_id, m] as const] : [])));
-    const taken = new Set<string>(); // the same status twice in one batch: the first changed the message
     return items.map(({ match, status }) => {
       const message = ("_id" in match ? byId.get(match._id) : byNetworkId.get(match.wa_message_id)) ?? null;
       const key = `${message?._id}:${status}`;
-      const changed = !!message && !taken.has(key) && !!message.reports?.includes(status) && !!message.events_pending?.includes(status);
-      if (changed) taken.add(key);
+      const changed = !!message && !applied.has(key) && !!message.reports?.includes(status) && !!message.events_pending?.includes(status);
+      if (changed) applied.set(key, true);
       return { message, changed };
     });
   }, 200);
