@@ -54,7 +54,8 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
   };
   const transport = createConnectTransport({ baseUrl: `http://127.0.0.1:${service.consolePort}`, httpVersion: "1.1", interceptors: [auth] });
   const client = <S extends Parameters<typeof createClient>[0]>(s: S) => createClient(s, transport);
-  const totalSends = 2 * options.concurrency * options.callsPerWorker;
+  // A warm-up round of REST sends, then the measured REST and gRPC rounds.
+  const totalSends = 3 * options.concurrency * options.callsPerWorker;
   const { workspace } = await client(WorkspaceService).createWorkspace({ name: "bench", credits: BigInt(totalSends) });
   const workspaceId = workspace!.id;
   const { sender } = await client(SenderService).createSender({ workspaceId, phoneNumber: "15550001234", name: "bench" });
@@ -70,15 +71,26 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
   const results: LoadResult[] = [];
   let n = 0;
   const mongo = new MongoClient(options.mongodbUri);
-  try {
-    const restKeys = await newKeys();
-    const grpcKeys = await newKeys();
-    const before = counter.snapshot();
-    const waitedBefore = counter.waited();
+  const messages = mongo.db(database).collection<{ created_at: Date; sent_at: Date | null; status: string }>("messages");
+  /** Waits until every accepted message was reported read; resolves to the service's peak RSS meanwhile, in MiB. */
+  const settle = async (): Promise<number> => {
+    const started = performance.now();
+    let peak = 0;
+    for (;;) {
+      peak = Math.max(peak, (await rssMiB(pid)) ?? 0);
+      if ((await messages.countDocuments({ status: { $ne: "read" } })) === 0) break;
+      if (performance.now() - started > 300_000) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // Let batched writes (ledger clears, event marks, the request log) finish.
+    await new Promise((r) => setTimeout(r, 1500));
+    return peak;
+  };
+  const restLoad = async (name: string, keys: string[]): Promise<LoadResult> => {
     const pool = new Pool(`http://127.0.0.1:${service.publicPort}`, { connections: options.concurrency });
-    results.push(
-      await runLoad({
-        name: "REST POST /v1/messages",
+    try {
+      return await runLoad({
+        name,
         concurrency: options.concurrency,
         callsPerWorker: options.callsPerWorker,
         serverPid: pid,
@@ -86,15 +98,28 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
           const res = await pool.request({
             path: "/v1/messages",
             method: "POST",
-            headers: { authorization: `Bearer ${restKeys[w]}`, "content-type": "application/json" },
+            headers: { authorization: `Bearer ${keys[w]}`, "content-type": "application/json" },
             body: JSON.stringify(body(n++)),
           });
           await res.body.dump();
           return String(res.statusCode);
         },
-      }),
-    );
-    await pool.close();
+      });
+    } finally {
+      await pool.close();
+    }
+  };
+  try {
+    // Warm-up, not measured: the JIT of the service and of the database's JVM (which compiles for half a minute
+    // and more, taking as much CPU as the commands meanwhile), the connections and the caches.
+    await restLoad("warm-up", await newKeys());
+    await settle();
+    const measuredSince = new Date();
+    const restKeys = await newKeys();
+    const grpcKeys = await newKeys();
+    const before = counter.snapshot();
+    const waitedBefore = counter.waited();
+    results.push(await restLoad("REST POST /v1/messages", restKeys));
 
     const grpcClient = new grpc.Client(`127.0.0.1:${service.publicPort}`, grpc.credentials.createInsecure());
     const identity = (b: Buffer) => b;
@@ -134,20 +159,10 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
     await trivialPool.close();
 
     // Dispatch: wait until every accepted message was reported read, then measure acceptance → sent.
-    const messages = mongo.db(database).collection<{ created_at: Date; sent_at: Date | null; status: string }>("messages");
-    const started = performance.now();
-    let peak = 0;
-    for (;;) {
-      peak = Math.max(peak, (await rssMiB(pid)) ?? 0);
-      if ((await messages.countDocuments({ status: { $ne: "read" } })) === 0) break;
-      if (performance.now() - started > 300_000) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    // Let batched writes (ledger clears, event marks, the request log) finish before counting.
-    await new Promise((r) => setTimeout(r, 1500));
+    const peak = await settle();
     const life = countsBetween(before, counter.snapshot());
     const waited = countsBetween(waitedBefore, counter.waited());
-    const rows = await messages.find({ sent_at: { $ne: null } }, { projection: { created_at: 1, sent_at: 1 } }).toArray();
+    const rows = await messages.find({ sent_at: { $ne: null }, created_at: { $gte: measuredSince } }, { projection: { created_at: 1, sent_at: 1 } }).toArray();
     const lags = Float64Array.from(rows.map((m) => (m.sent_at as Date).getTime() - m.created_at.getTime())).sort();
     const first = Math.min(...rows.map((m) => m.created_at.getTime()));
     const last = Math.max(...rows.map((m) => (m.sent_at as Date).getTime()));
@@ -168,7 +183,7 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
       return (rate(results.find((r) => r.name.startsWith(name))) / rate(results.find((r) => r.name.startsWith("trivial")))).toFixed(2);
     };
     return [
-      `POST /v1/messages, ${options.concurrency} concurrent clients, ${options.callsPerWorker} sends each, own key per client`,
+      `POST /v1/messages, ${options.concurrency} concurrent clients, ${options.callsPerWorker} sends each, own key per client (after an unmeasured warm-up round of as many REST sends)`,
       loadTable(results),
       `REST / trivial Connect handler: ${ratio("REST")}; gRPC / trivial Connect handler: ${ratio("gRPC")}`,
       "",
