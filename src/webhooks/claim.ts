@@ -136,6 +136,7 @@ export class DeliveryClaims {
       .finally(() => {
         this.starting -= mine.length;
         this.startingRounds.delete(starting);
+        this.freed();
       });
     this.startingRounds.add(starting);
     return due.length;
@@ -175,11 +176,16 @@ export class DeliveryClaims {
       .catch((err: unknown) => this.o.logger.warn({ err, deliveryId: leased.delivery._id }, "a webhook attempt failed; its lease ends and it is claimed again"))
       .finally(() => {
         this.inFlight--;
-        if (this.inProgress <= this.o.maxInFlight - CLAIM_BATCH && this.slotFreed) {
-          this.slotFreed();
-          this.slotFreed = undefined;
-        }
+        this.freed();
       });
+  }
+
+  /** Wakes a drain waiting for room once a round's worth is free. */
+  private freed(): void {
+    if (this.inProgress <= this.o.maxInFlight - CLAIM_BATCH && this.slotFreed) {
+      this.slotFreed();
+      this.slotFreed = undefined;
+    }
   }
 
   /** A delivery whose event is not stored: looked at again a lease later, deleted once two leases old. */
