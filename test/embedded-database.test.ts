@@ -86,6 +86,15 @@ describe("the embedded database", () => {
       expect(await things.findOne({ v: 3, "nested.empty": {} })).toMatchObject({ _id: "c" });
       await things.insertOne({ _id: "d" as never, v: 4 });
       expect(await things.countDocuments()).toBe(4);
+      // Updates: one that leaves the indexed fields alone, one that takes a key in use, one that moves to a free one.
+      await things.updateOne({ _id: "d" as never }, { $set: { note: "kept" } });
+      expect(await things.findOne({ v: 4 })).toMatchObject({ _id: "d", note: "kept" });
+      await expect(things.updateOne({ _id: "d" as never }, { $set: { v: 1 } })).rejects.toMatchObject({ code: 11000 });
+      await things.updateOne({ _id: "d" as never }, { $set: { v: 5 } });
+      expect(await things.findOne({ v: 5 })).toMatchObject({ _id: "d" });
+      expect(await things.findOne({ v: 4 })).toBeNull();
+      await things.insertOne({ _id: "e" as never, v: 4 }); // the key it left is free
+      await things.deleteOne({ _id: "e" as never });
     } finally {
       await client.close();
     }

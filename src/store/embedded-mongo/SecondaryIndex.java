@@ -99,11 +99,12 @@ final class SecondaryIndex<P> extends Index<P> {
     }
 
     /**
-     * Whether every key path of this index holds an equal value in both documents, as stored (an array compared
-     * element by element, numbers of different types as different): then their keys are the same, without working
-     * them out. Most updates change no indexed field of most indexes.
+     * Whether every key path in {@code paths} (each split at its dots) holds an equal value in both documents, as
+     * stored (an array compared element by element, numbers of different types as different): then an index on
+     * them has the same keys for both, without working them out. Most updates change no indexed field of most
+     * indexes. Used by {@link UniqueIndex} too.
      */
-    private boolean untouched(Document a, Document b) {
+    static boolean untouched(Document a, Document b, String[][] paths) {
         for (String[] path : paths) {
             if (!Objects.equals(storedAt(a, path), storedAt(b, path))) {
                 return false;
@@ -222,7 +223,7 @@ final class SecondaryIndex<P> extends Index<P> {
 
     @Override
     public synchronized void updateInPlace(Document oldDocument, Document newDocument, P position, MongoCollection<P> collection) {
-        if (untouched(oldDocument, newDocument)) {
+        if (untouched(oldDocument, newDocument, paths)) {
             return;
         }
         if (!sameKeys(oldDocument, newDocument) || skips(oldDocument) != skips(newDocument)) {
