@@ -1,4 +1,4 @@
-import { createHmac } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DeliveryService } from "../gen/messaging/console/v1/deliveries_pb.js";
@@ -382,6 +382,40 @@ describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
     const badUntil = await runMsgsvc(t, ["webhooks", "recover", "--endpoint", ep.id, "--since", "1h", "--until", "later"]);
     expect(badUntil.code).not.toBe(0);
     expect(badUntil.stderr).toContain("--until");
+  });
+
+  it("recovers a failed delivery stored under the former id shape (all of it hashed), not a second one", async () => {
+    const ws = await t.createWorkspace();
+    const rcv = await receiver();
+    const { webhook_endpoint: ep } = await endpoint(ws, rcv.url);
+    const now = new Date();
+    const eventId = crypto.randomUUID(); // a version 4, as events had before ids became version 7
+    const body = JSON.stringify({ id: eventId, type: "message.delivered", created_at: now.toISOString(), data: {} });
+    await t.service.db.collection("events").insertOne({ _id: eventId as never, workspace_id: ws, type: "message.delivered", created_at: now, data: {}, body });
+    const hex = createHash("sha256").update(`${eventId}/${ep.id}`).digest("hex");
+    const formerId = `dlv_${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+    await t.service.db.collection("webhook_deliveries").insertOne({
+      _id: formerId as never,
+      workspace_id: ws,
+      endpoint_id: ep.id,
+      event_id: eventId,
+      event_type: "message.delivered",
+      created_at: now,
+      status: "failed",
+      automatic_attempts: 8,
+      attempt_count: 8,
+      manual_attempts: 0,
+      lease_owner: null,
+      last_attempt_at: now,
+      last_http_status: 503,
+      last_error_kind: "http_status",
+      updated_at: now,
+    });
+    const recovered = await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:recoverDeliveries`, { since: new Date(now.getTime() - 1000).toISOString() });
+    expect(recovered.json).toMatchObject({ failed_count: 1, unattempted_count: 0, scanned_count: 1 });
+    const done = await deliveriesOf(ep.id, (d) => d.length === 1 && d[0].status === "succeeded");
+    expect(done[0].id).toBe(formerId);
+    expect(rcv.requests.map((r) => r.headers["service-delivery"])).toEqual([eventId]);
   });
 
   it("recovers a window of more than 10,000 events in several calls (msgsvc --dry-run)", async () => {
