@@ -67,13 +67,7 @@ final class SecondaryIndex<P> extends Index<P> {
      * subdocument), or {@link #THROUGH_ARRAY} when an array is on the way or at its end.
      */
     private static Object valueAt(Document document, String[] path) {
-        Object value = document;
-        for (String step : path) {
-            if (!(value instanceof Document subdocument)) {
-                return value instanceof Collection ? THROUGH_ARRAY : Missing.getInstance();
-            }
-            value = subdocument.getOrMissing(step);
-        }
+        Object value = storedAt(document, path);
         return value instanceof Collection ? THROUGH_ARRAY : value;
     }
 
