@@ -5,7 +5,10 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { Binary, Decimal128, Long, MongoClient, ObjectId } from "mongodb";
+import { randomBytes } from "node:crypto";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { Binary, Decimal128, GridFSBucket, Long, MongoClient, ObjectId } from "mongodb";
 import { afterAll, describe, expect, it } from "vitest";
 import { projectRoot } from "../src/shared/project-root.js";
 import { ensureEmbeddedMongo, startEmbeddedMongo } from "../src/store/embedded-mongo.js";
@@ -112,6 +115,35 @@ describe("the embedded database", () => {
       await expectSample(second.uri);
     } finally {
       await second.stop();
+    }
+  });
+
+  it("answers in batches of at most 16 MiB as MongoDB does, on both backends: a 40 MiB GridFS file comes back whole, a batch at a time", async () => {
+    for (const backend of [{ kind: "memory" as const }, { kind: "h2" as const, file: path.join(temp, "batches", "database.mv"), commitIntervalMs: 100 }]) {
+      const db = await startEmbeddedMongo(backend);
+      const client = await new MongoClient(db.uri).connect();
+      try {
+        const bucket = new GridFSBucket(client.db("t"), { bucketName: "b" });
+        const bytes = randomBytes(40 * 1024 * 1024);
+        const upload = bucket.openUploadStream("f");
+        await pipeline(Readable.from([bytes]), upload);
+        // The chunks (255 KiB each) as the driver asks for them (no batch size): 64 to a batch, not all 161.
+        const chunks = client.db("t").collection("b.chunks").find({ files_id: upload.id }).sort({ n: 1 });
+        expect(await chunks.hasNext()).toBe(true);
+        expect(chunks.bufferedCount()).toBe(64);
+        expect((await chunks.toArray()).length).toBe(161);
+        // A batch size asked for is kept; what is read back is the file, byte for byte.
+        const small = client.db("t").collection("b.chunks").find({ files_id: upload.id }, { batchSize: 10 });
+        await small.hasNext();
+        expect(small.bufferedCount()).toBe(10);
+        await small.close();
+        const read: Buffer[] = [];
+        for await (const part of bucket.openDownloadStream(upload.id)) read.push(part as Buffer);
+        expect(Buffer.concat(read).equals(bytes)).toBe(true);
+      } finally {
+        await client.close();
+        await db.stop();
+      }
     }
   });
 

@@ -1,7 +1,9 @@
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetSocketAddress;
+import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 
 import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
@@ -11,7 +13,9 @@ import de.bwaldvogel.mongo.MongoCollection;
 import de.bwaldvogel.mongo.MongoDatabase;
 import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.MongoVersion;
+import de.bwaldvogel.mongo.backend.AbstractCursor;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
+import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.QueryResult;
@@ -21,6 +25,7 @@ import de.bwaldvogel.mongo.backend.h2.H2Database;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
+import de.bwaldvogel.mongo.bson.BinData;
 import de.bwaldvogel.mongo.bson.Document;
 
 /**
@@ -45,6 +50,8 @@ import de.bwaldvogel.mongo.bson.Document;
  * <p>The H2 backend's storage is {@link BsonStore}'s: documents as BSON, indexes in memory ({@link UniqueIndex},
  * {@link SecondaryIndex}), and query results as copies (the library changes found documents in place; H2 writes
  * pages in the background).
+ *
+ * <p>Replies come in batches of at most 16 MiB, as MongoDB's do ({@link #inBatches}).
  */
 public final class EmbeddedMongoServer {
 
@@ -78,6 +85,93 @@ public final class EmbeddedMongoServer {
             // The parent writes nothing; end of input means it has gone.
         }
         System.exit(0);
+    }
+
+    /** The most the documents of one reply take, about: MongoDB's maximum BSON document size, its batches' bound. */
+    static final long MAX_BATCH_BYTES = 16L * 1024 * 1024;
+
+    /**
+     * A query's result as MongoDB batches it: the library answers a query without a batch size with all its
+     * documents in one reply, and a getMore without one with all the rest (a 64 MiB GridFS file went whole into
+     * one reply, and into the memory of both ends). Here the first batch has as many as the library gives (the
+     * batch size asked for, or all) and every batch, the cursor's too, stops before {@link #MAX_BATCH_BYTES}
+     * (one document at least). MongoDB also starts with 101 documents where no batch size is asked for; this
+     * server does not, so that a query the service makes with a limit takes no getMore here.
+     */
+    static QueryResult inBatches(List<Document> documents, int batchSize, CursorRegistry registry) {
+        int first = fitting(documents, batchSize);
+        if (first == documents.size()) {
+            return new QueryResult(documents);
+        }
+        BatchedCursor cursor = new BatchedCursor(registry.generateCursorId(), documents.subList(first, documents.size()));
+        registry.add(cursor);
+        return new QueryResult(documents.subList(0, first), cursor);
+    }
+
+    /** How many of the first {@code count} documents (all for 0 or less) fit in one batch; one at least. */
+    private static int fitting(List<Document> documents, int count) {
+        int most = count > 0 ? Math.min(count, documents.size()) : documents.size();
+        long bytes = 0;
+        int n = 0;
+        while (n < most) {
+            bytes += approximateSize(documents.get(n));
+            if (n > 0 && bytes > MAX_BATCH_BYTES) {
+                break;
+            }
+            n++;
+        }
+        return n;
+    }
+
+    /** About the size of {@code value} in BSON, in bytes, without encoding it (strings counted as one byte a character). */
+    private static long approximateSize(Object value) {
+        if (value instanceof Map<?, ?> document) {
+            long size = 5;
+            for (Map.Entry<?, ?> entry : document.entrySet()) {
+                size += String.valueOf(entry.getKey()).length() + 2 + approximateSize(entry.getValue());
+            }
+            return size;
+        }
+        if (value instanceof Collection<?> values) {
+            long size = 5;
+            for (Object element : values) {
+                size += 4 + approximateSize(element);
+            }
+            return size;
+        }
+        if (value instanceof String string) {
+            return string.length() + 5L;
+        }
+        if (value instanceof BinData binary) {
+            return binary.getData().length + 5L;
+        }
+        if (value instanceof byte[] bytes) {
+            return bytes.length + 5L;
+        }
+        return 8;
+    }
+
+    /** The rest of a result, handed out by getMore in batches that {@link #fitting} bounds. */
+    private static final class BatchedCursor extends AbstractCursor {
+        private List<Document> remaining;
+
+        BatchedCursor(long id, List<Document> remaining) {
+            super(id);
+            this.remaining = remaining;
+        }
+
+        @Override
+        public boolean isEmpty() {
+            return remaining.isEmpty();
+        }
+
+        @Override
+        public List<Document> takeDocuments(int count) {
+            int n = fitting(remaining, count);
+            List<Document> batch = remaining.subList(0, n);
+            remaining = remaining.subList(n, remaining.size());
+            return batch;
+        }
     }
 
     /** How a query reads the collection: these positions, then the library's matching, with this sort. */
@@ -139,6 +233,11 @@ public final class EmbeddedMongoServer {
                                         ? super.queryDocuments(query, orderBy, skip, limit, batchSize, fields)
                                         : matchDocuments(query, plan.positions(), plan.orderBy(), skip, limit, batchSize, fields);
                                 }
+
+                                @Override
+                                protected QueryResult createQueryResult(List<Document> documents, int batchSize) {
+                                    return inBatches(documents, batchSize, cursorRegistry);
+                                }
                             };
                         }
                     };
@@ -176,6 +275,11 @@ public final class EmbeddedMongoServer {
                                     return BsonStore.detached(plan == null
                                         ? super.queryDocuments(query, orderBy, skip, limit, batchSize, fields)
                                         : matchDocuments(query, plan.positions(), plan.orderBy(), skip, limit, batchSize, fields));
+                                }
+
+                                @Override
+                                protected QueryResult createQueryResult(List<Document> documents, int batchSize) {
+                                    return inBatches(documents, batchSize, cursorRegistry);
                                 }
                             };
                         }
