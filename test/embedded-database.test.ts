@@ -140,6 +140,11 @@ describe("the embedded database", () => {
         const read: Buffer[] = [];
         for await (const part of bucket.openDownloadStream(upload.id)) read.push(part as Buffer);
         expect(Buffer.concat(read).equals(bytes)).toBe(true);
+        // Only what a find answers is batched: an update, a count and a delete still take every document.
+        const all = client.db("t").collection("b.chunks");
+        expect((await all.updateMany({ files_id: upload.id }, { $set: { touched: true } })).modifiedCount).toBe(161);
+        expect(await all.countDocuments({ touched: true })).toBe(161);
+        expect((await all.deleteMany({ files_id: upload.id })).deletedCount).toBe(161);
       } finally {
         await client.close();
         await db.stop();

@@ -1,6 +1,7 @@
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetSocketAddress;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -16,6 +17,7 @@ import de.bwaldvogel.mongo.MongoVersion;
 import de.bwaldvogel.mongo.backend.AbstractCursor;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
+import de.bwaldvogel.mongo.backend.DatabaseResolver;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.QueryResult;
@@ -27,6 +29,8 @@ import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
 import de.bwaldvogel.mongo.bson.BinData;
 import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.oplog.Oplog;
+import io.netty.channel.Channel;
 
 /**
  * The embedded database of `npm start` and `npm test`: mongo-java-server on a loopback port.
@@ -51,7 +55,7 @@ import de.bwaldvogel.mongo.bson.Document;
  * {@link SecondaryIndex}), and query results as copies (the library changes found documents in place; H2 writes
  * pages in the background).
  *
- * <p>Replies come in batches of at most 16 MiB, as MongoDB's do ({@link #inBatches}).
+ * <p>Find replies come in batches of at most 16 MiB, as MongoDB's do ({@link #inBatches}).
  */
 public final class EmbeddedMongoServer {
 
@@ -91,21 +95,32 @@ public final class EmbeddedMongoServer {
     static final long MAX_BATCH_BYTES = 16L * 1024 * 1024;
 
     /**
-     * A query's result as MongoDB batches it: the library answers a query without a batch size with all its
-     * documents in one reply, and a getMore without one with all the rest (a 64 MiB GridFS file went whole into
-     * one reply, and into the memory of both ends). Here the first batch has as many as the library gives (the
-     * batch size asked for, or all) and every batch, the cursor's too, stops before {@link #MAX_BATCH_BYTES}
-     * (one document at least). MongoDB also starts with 101 documents where no batch size is asked for; this
-     * server does not, so that a query the service makes with a limit takes no getMore here.
+     * A find command's reply as MongoDB batches it. The library answers a find without a batch size with all its
+     * documents in one reply (a 64 MiB GridFS file went whole into one reply, and into the memory of both ends).
+     * Here, when that first batch is larger than {@link #MAX_BATCH_BYTES}, it stops before that bound (one
+     * document at least) and the rest goes to a cursor whose getMore batches are bounded the same way. Only the
+     * find command's reply: the library's own reads (of an update, a delete, a count) take every document.
+     * MongoDB also starts with 101 documents where no batch size is asked for; this server does not, so that a
+     * query the service makes with a limit takes no getMore here.
      */
-    static QueryResult inBatches(List<Document> documents, int batchSize, CursorRegistry registry) {
-        int first = fitting(documents, batchSize);
-        if (first == documents.size()) {
-            return new QueryResult(documents);
+    static Document inBatches(String command, Document reply, CursorRegistry registry) {
+        if (!command.equalsIgnoreCase("find") || !(reply.get("cursor") instanceof Document cursor)) {
+            return reply;
         }
-        BatchedCursor cursor = new BatchedCursor(registry.generateCursorId(), documents.subList(first, documents.size()));
-        registry.add(cursor);
-        return new QueryResult(documents.subList(0, first), cursor);
+        if (!(cursor.get("firstBatch") instanceof List<?> batch) || !(cursor.get("id") instanceof Number id) || id.longValue() != 0) {
+            return reply;
+        }
+        @SuppressWarnings("unchecked")
+        List<Document> documents = (List<Document>) batch;
+        int first = fitting(documents, 0);
+        if (first == documents.size()) {
+            return reply;
+        }
+        BatchedCursor rest = new BatchedCursor(registry.generateCursorId(), new ArrayList<>(documents.subList(first, documents.size())));
+        registry.add(rest);
+        cursor.put("firstBatch", new ArrayList<>(documents.subList(0, first)));
+        cursor.put("id", rest.getId());
+        return reply;
     }
 
     /** How many of the first {@code count} documents (all for 0 or less) fit in one batch; one at least. */
@@ -219,6 +234,11 @@ public final class EmbeddedMongoServer {
                 public MemoryDatabase openOrCreateDatabase(String databaseName) {
                     return new MemoryDatabase(databaseName, getCursorRegistry()) {
                         @Override
+                        public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver resolver, Oplog oplog) {
+                            return inBatches(command, super.handleCommand(channel, command, query, resolver, oplog), cursorRegistry);
+                        }
+
+                        @Override
                         protected Index<Integer> openOrCreateSecondaryIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
                             return new SecondaryIndex<>(indexName, keys, sparse);
                         }
@@ -233,11 +253,6 @@ public final class EmbeddedMongoServer {
                                         ? super.queryDocuments(query, orderBy, skip, limit, batchSize, fields)
                                         : matchDocuments(query, plan.positions(), plan.orderBy(), skip, limit, batchSize, fields);
                                 }
-
-                                @Override
-                                protected QueryResult createQueryResult(List<Document> documents, int batchSize) {
-                                    return inBatches(documents, batchSize, cursorRegistry);
-                                }
                             };
                         }
                     };
@@ -250,6 +265,11 @@ public final class EmbeddedMongoServer {
                 @Override
                 protected MongoDatabase openOrCreateDatabase(String databaseName) {
                     return new H2Database(databaseName, store, getCursorRegistry()) {
+                        @Override
+                        public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver resolver, Oplog oplog) {
+                            return inBatches(command, super.handleCommand(channel, command, query, resolver, oplog), cursorRegistry);
+                        }
+
                         @Override
                         protected Index<Object> openOrCreateSecondaryIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
                             return new SecondaryIndex<>(indexName, keys, sparse);
@@ -275,11 +295,6 @@ public final class EmbeddedMongoServer {
                                     return BsonStore.detached(plan == null
                                         ? super.queryDocuments(query, orderBy, skip, limit, batchSize, fields)
                                         : matchDocuments(query, plan.positions(), plan.orderBy(), skip, limit, batchSize, fields));
-                                }
-
-                                @Override
-                                protected QueryResult createQueryResult(List<Document> documents, int batchSize) {
-                                    return inBatches(documents, batchSize, cursorRegistry);
                                 }
                             };
                         }
