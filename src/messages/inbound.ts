@@ -320,10 +320,11 @@ export function createInbound(deps: {
     );
     const ours = items.flatMap(({ match }) => ("_id" in match ? [match._id] : []));
     const theirs = items.flatMap(({ match }) => ("wa_message_id" in match ? [match.wa_message_id] : []));
+    // All at once (batchSize): MongoDB's first batch is otherwise 101 documents, and the rest a getMore.
     const found = (
       await Promise.all([
-        ours.length ? col.find({ _id: { $in: ours }, direction: "outbound" }, withoutSnapshot).toArray() : [],
-        theirs.length ? col.find({ wa_message_id: { $in: theirs }, direction: "outbound" }, withoutSnapshot).toArray() : [],
+        ours.length ? col.find({ _id: { $in: ours }, direction: "outbound" }, { ...withoutSnapshot, batchSize: ours.length }).toArray() : [],
+        theirs.length ? col.find({ wa_message_id: { $in: theirs }, direction: "outbound" }, { ...withoutSnapshot, batchSize: theirs.length }).toArray() : [],
       ])
     ).flat();
     const byId = new Map(found.map((m) => [m._id, m]));

@@ -117,18 +117,21 @@ export class DeliveryClaims {
   private async claim(limit: number): Promise<number> {
     const { deliveries } = this.o.store;
     const now = this.o.clock.now();
-    const due = await deliveries.find({ next_attempt_at: { $lte: now } }, { sort: { next_attempt_at: 1 }, limit }).toArray();
+    // Every find of a round asks for all its documents at once (batchSize): MongoDB's first batch is otherwise
+    // 101 documents, and the rest a getMore.
+    const due = await deliveries.find({ next_attempt_at: { $lte: now } }, { sort: { next_attempt_at: 1 }, limit, batchSize: limit }).toArray();
     if (due.length === 0) return 0;
     const lease = `${this.o.owner}:${++this.round}`;
     const ids = due.map((d) => d._id);
-    const envelopes = this.o.events.find({ _id: { $in: [...new Set(due.map((d) => d.event_id))] } }, { projection: { body: 1 } }).toArray();
+    const eventIds = [...new Set(due.map((d) => d.event_id))];
+    const envelopes = this.o.events.find({ _id: { $in: eventIds } }, { projection: { body: 1 }, batchSize: eventIds.length }).toArray();
     envelopes.catch(() => {}); // awaited below, unless no delivery of the round is ours
     const leased = await deliveries.updateMany(
       { _id: { $in: ids }, next_attempt_at: { $lte: now } },
       { $set: { lease_owner: lease, leased_at: now, next_attempt_at: new Date(now.getTime() + this.o.leaseMs), updated_at: now } },
     );
     // All of them ours (the usual case): they are as read. Otherwise another worker took some: read which are ours.
-    const mine = leased.modifiedCount === due.length ? due : await deliveries.find({ _id: { $in: ids }, lease_owner: lease }).toArray();
+    const mine = leased.modifiedCount === due.length ? due : await deliveries.find({ _id: { $in: ids }, lease_owner: lease }, { batchSize: ids.length }).toArray();
     if (mine.length === 0) return due.length;
     this.starting += mine.length;
     const starting = this.startAll(mine, due, envelopes, lease, now)

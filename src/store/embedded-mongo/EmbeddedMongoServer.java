@@ -55,7 +55,8 @@ import io.netty.channel.Channel;
  * {@link SecondaryIndex}), and query results as copies (the library changes found documents in place; H2 writes
  * pages in the background).
  *
- * <p>Find replies come in batches of at most 16 MiB, as MongoDB's do ({@link #inBatches}).
+ * <p>Find replies come in batches as MongoDB's do: 101 documents first where no batch size is asked for, never
+ * more than 16 MiB ({@link #inBatches}).
  */
 public final class EmbeddedMongoServer {
 
@@ -94,16 +95,20 @@ public final class EmbeddedMongoServer {
     /** The most the documents of one reply take, about: MongoDB's maximum BSON document size, its batches' bound. */
     static final long MAX_BATCH_BYTES = 16L * 1024 * 1024;
 
+    /** Documents of a find's first batch where no batch size is asked for, as MongoDB answers. */
+    static final int DEFAULT_FIRST_BATCH = 101;
+
     /**
      * A find command's reply as MongoDB batches it. The library answers a find without a batch size with all its
      * documents in one reply (a 64 MiB GridFS file went whole into one reply, and into the memory of both ends).
-     * Here, when that first batch is larger than {@link #MAX_BATCH_BYTES}, it stops before that bound (one
-     * document at least) and the rest goes to a cursor whose getMore batches are bounded the same way. Only the
-     * find command's reply: the library's own reads (of an update, a delete, a count) take every document.
-     * MongoDB also starts with 101 documents where no batch size is asked for; this server does not, so that a
-     * query the service makes with a limit takes no getMore here.
+     * Here, as in MongoDB, such a first batch has {@link #DEFAULT_FIRST_BATCH} documents at most, and every batch
+     * stops before {@link #MAX_BATCH_BYTES} (one document at least); the rest goes to a cursor whose getMore
+     * batches are bounded by size the same way (a {@code singleBatch} find gets no cursor). So a query that
+     * expects more than 101 documents asks for them ({@code batchSize}) or pays a getMore, on MongoDB and here.
+     * Only the find command's reply: the library's own reads (for an update, a delete, a count) take every
+     * document. With a batch size, the library's own cursor batches by count.
      */
-    static Document inBatches(String command, Document reply, CursorRegistry registry) {
+    static Document inBatches(String command, Document query, Document reply, CursorRegistry registry) {
         if (!command.equalsIgnoreCase("find") || !(reply.get("cursor") instanceof Document cursor)) {
             return reply;
         }
@@ -112,14 +117,16 @@ public final class EmbeddedMongoServer {
         }
         @SuppressWarnings("unchecked")
         List<Document> documents = (List<Document>) batch;
-        int first = fitting(documents, 0);
+        int first = fitting(documents, query.get("batchSize") instanceof Number asked ? asked.intValue() : DEFAULT_FIRST_BATCH);
         if (first == documents.size()) {
             return reply;
         }
-        BatchedCursor rest = new BatchedCursor(registry.generateCursorId(), new ArrayList<>(documents.subList(first, documents.size())));
-        registry.add(rest);
         cursor.put("firstBatch", new ArrayList<>(documents.subList(0, first)));
-        cursor.put("id", rest.getId());
+        if (!Boolean.TRUE.equals(query.get("singleBatch"))) {
+            BatchedCursor rest = new BatchedCursor(registry.generateCursorId(), new ArrayList<>(documents.subList(first, documents.size())));
+            registry.add(rest);
+            cursor.put("id", rest.getId());
+        }
         return reply;
     }
 
@@ -235,7 +242,7 @@ public final class EmbeddedMongoServer {
                     return new MemoryDatabase(databaseName, getCursorRegistry()) {
                         @Override
                         public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver resolver, Oplog oplog) {
-                            return inBatches(command, super.handleCommand(channel, command, query, resolver, oplog), cursorRegistry);
+                            return inBatches(command, query, super.handleCommand(channel, command, query, resolver, oplog), cursorRegistry);
                         }
 
                         @Override
@@ -267,7 +274,7 @@ public final class EmbeddedMongoServer {
                     return new H2Database(databaseName, store, getCursorRegistry()) {
                         @Override
                         public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver resolver, Oplog oplog) {
-                            return inBatches(command, super.handleCommand(channel, command, query, resolver, oplog), cursorRegistry);
+                            return inBatches(command, query, super.handleCommand(channel, command, query, resolver, oplog), cursorRegistry);
                         }
 
                         @Override
