@@ -267,7 +267,6 @@ export function createInbound(deps: {
 
   /** What follows a status change (`updated`: the message after it): its event, and the refund a failure makes due. */
   async function afterStatus(updated: MessageRecord, status: StatusReport["status"], at: Date, error: NetworkErrorInfo | null): Promise<void> {
-    applied.set(`${updated._id}:${status}`, true);
     await publishStatus(updated, status, at, error);
     if (updated.status === "failed" && updated.refund_state === "due" && status === "failed") await refund(updated);
   }
@@ -284,7 +283,9 @@ export function createInbound(deps: {
     const { forward, late } = statusUpdates(match, status, at, error, {});
     const options = { returnDocument: "after", ...withoutSnapshot } as const;
     const updated = (await col.findOneAndUpdate(forward.filter, forward.update, options)) ?? (await col.findOneAndUpdate(late.filter, late.update, options));
-    if (updated) await afterStatus(updated, status, at, error);
+    if (!updated) return null;
+    applied.set(`${updated._id}:${status}`, true); // (a live batch marks its own: liveStatuses)
+    await afterStatus(updated, status, at, error);
     return updated;
   }
 

@@ -93,10 +93,10 @@ public final class EmbeddedMongoServer {
     }
 
     /** The most the documents of one reply take, about: MongoDB's maximum BSON document size, its batches' bound. */
-    static final long MAX_BATCH_BYTES = 16L * 1024 * 1024;
+    private static final long MAX_BATCH_BYTES = 16L * 1024 * 1024;
 
     /** Documents of a find's first batch where no batch size is asked for, as MongoDB answers. */
-    static final int DEFAULT_FIRST_BATCH = 101;
+    private static final int DEFAULT_FIRST_BATCH = 101;
 
     /**
      * A find command's reply as MongoDB batches it. The library answers a find without a batch size with all its
@@ -108,7 +108,7 @@ public final class EmbeddedMongoServer {
      * Only the find command's reply: the library's own reads (for an update, a delete, a count) take every
      * document. With a batch size, the library's own cursor batches by count.
      */
-    static Document inBatches(String command, Document query, Document reply, CursorRegistry registry) {
+    private static Document inBatches(String command, Document query, Document reply, CursorRegistry registry) {
         if (!command.equalsIgnoreCase("find") || !(reply.get("cursor") instanceof Document cursor)) {
             return reply;
         }
