@@ -1,6 +1,7 @@
 import { createHash, createHmac } from "node:crypto";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MongoClient } from "mongodb";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DeliveryService } from "../gen/messaging/console/v1/deliveries_pb.js";
 import { WebhookEndpointService } from "../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
@@ -854,5 +855,64 @@ describe("msgsvc webhooks listen --forward-to", () => {
     const res = await msgsvc(["webhooks", "listen", "--workspace", "x", "--forward-to", "localhost:3000"]);
     expect(res.code).toBe(2);
     expect(res.stderr).toContain("--forward-to: must be");
+  });
+});
+
+describe("claims on time: a delivery is claimed when it falls due, not at the next claim", () => {
+  // A claim interval of 4 s: without the wake-up, each attempt below would come up to 4 s after its instant.
+  let timed: TestService;
+  beforeAll(async () => {
+    timed = await createTestService({
+      config: {
+        webhookAllowHttpLoopback: true,
+        webhookAllowPrivateTargets: true,
+        webhookRetrySchedule: [0, 500, 600_000],
+        webhookAttemptTimeoutMs: 1000,
+        webhookLeaseMs: 3000,
+        jobPollIntervalMs: 100,
+        webhookClaimIntervalMs: 4000,
+      },
+    });
+  });
+  afterAll(() => timed.close());
+
+  it("attempts a retry this process scheduled, and a delivery another writer made due, within 300 ms of their instants", async () => {
+    const workspaceId = await timed.createWorkspace();
+    const rcv = await receiver(failTimes(3));
+    const created = await rest(timed.consoleUrl, "POST", `/console/v1/workspaces/${workspaceId}/webhook_endpoints`, {
+      key: TEST_CONSOLE_TOKEN,
+      body: { name: "on time", url: rcv.url, events: ["message.delivered"] },
+    });
+    expect(created.status, created.text).toBe(200);
+    await timed.service.events.publish({ workspaceId, type: "message.delivered", data: { n: 1 } });
+    // Attempt 1 and the immediate retry fail; attempt 3 is due 500 ms after attempt 2 ended, and fails too.
+    const third = await eventually(async () => (rcv.requests.length === 3 ? rcv.requests[2] : undefined), 10_000);
+    const delivery = await eventually(async () => {
+      const res = await rest(timed.consoleUrl, "GET", `/console/v1/deliveries?endpoint_id=${created.json.webhook_endpoint.id}`, { key: TEST_CONSOLE_TOKEN });
+      return res.json.data[0]?.attempt_count === 3 ? (res.json.data[0] as { id: string }) : undefined;
+    });
+    const attempts = ((await rest(timed.consoleUrl, "GET", `/console/v1/deliveries/${delivery.id}/attempts`, { key: TEST_CONSOLE_TOKEN })).json.data as any[]).reverse();
+    const retryDue = Date.parse(attempts[1].next_attempt_at);
+    expect(third.at - retryDue).toBeGreaterThanOrEqual(0);
+    expect(third.at - retryDue).toBeLessThan(300);
+
+    // Its next retry is 10 minutes away; another writer (here: the test) makes it due 4.5 s from now, past the
+    // next claim's look-ahead, so a claim before that instant (every 4 s) finds it coming and wakes then.
+    const mongo = await new MongoClient(inject("mongoUri")).connect();
+    try {
+      const dueAt = new Date(Date.now() + 4500);
+      const changed = await mongo
+        .db(timed.databaseName)
+        .collection<{ _id: string; next_attempt_at?: Date }>("webhook_deliveries")
+        .updateOne({ _id: delivery.id, lease_owner: null }, { $set: { next_attempt_at: dueAt } });
+      expect(changed.modifiedCount).toBe(1);
+      const fourth = await eventually(async () => (rcv.requests.length === 4 ? rcv.requests[3] : undefined), 10_000);
+      expect(fourth.at - dueAt.getTime()).toBeGreaterThanOrEqual(0);
+      expect(fourth.at - dueAt.getTime()).toBeLessThan(300);
+    } finally {
+      await mongo.close();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(rcv.requests).toHaveLength(4);
   });
 });

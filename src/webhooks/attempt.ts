@@ -91,6 +91,8 @@ export class Attempts {
       clock: Clock;
       logger: Logger;
       leaseMs: number;
+      /** Told of each delivery this process hands back due later (a retry, a rate-limited endpoint's turn), with when. */
+      dueAt?: (at: Date) => void;
     },
   ) {}
 
@@ -189,6 +191,7 @@ export class Attempts {
       { _id: id, lease_owner: lease, status: "pending" },
       { $set: { next_attempt_at: turn.at, throttle_slot: turn.slot, lease_owner: null, updated_at: this.o.clock.now() }, $unset: { leased_at: "" } },
     );
+    this.o.dueAt?.(turn.at);
   }
 
   /** Ends a lease without an attempt: the delivery waits (`disabled`) or ends (`canceled`). */
@@ -229,6 +232,7 @@ export class Attempts {
       })),
     );
     await this.o.store.deliveries.bulkWrite(entries.map((e) => this.deliveryUpdate(e, now)), { ordered: false });
+    for (const e of entries) if (e.automatic?.next && !e.automatic.keepLease) this.o.dueAt?.(e.automatic.next);
     return entries.map(() => undefined);
   }
 

@@ -25,7 +25,10 @@ export const CLAIM_BATCH = 200;
  * A drain claims round after round while deliveries are due, keeping at
  * most `maxInFlight` deliveries in progress in this process (new events'
  * first attempts included: see begin). The worker's recurring Agenda job
- * runs one every claim interval (Dispatcher.start); poke runs one at once.
+ * runs one every claim interval (Dispatcher.start); poke runs one at once;
+ * and a wake-up runs one at the instant a delivery falls due before the next
+ * claim (wakeAt): a retry, an endpoint's turn or a lease ending is claimed
+ * on time, not up to a claim interval late.
  *
  * A delivery whose event is not stored (its publisher stopped between
  * storing the deliveries and the event, see EventOutbox) is looked at again
@@ -45,6 +48,8 @@ export class DeliveryClaims {
   private starting = 0;
   /** Rounds whose attempts begin once their envelopes are read. */
   private readonly startingRounds = new Set<Promise<void>>();
+  /** The wake-up set (wakeAt): its timer and its instant, in ms since the epoch. */
+  private wake: { timer: NodeJS.Timeout; at: number } | undefined;
 
   constructor(
     private readonly o: {
@@ -56,6 +61,8 @@ export class DeliveryClaims {
       owner: string;
       leaseMs: number;
       maxInFlight: number;
+      /** The claim interval, in ms: a drain looks this far ahead for the next delivery to fall due (wakeAt). */
+      claimIntervalMs: number;
       /** Takes a claimed delivery as far as it goes. */
       run: (leased: LeasedDelivery) => Promise<void>;
     },
@@ -92,6 +99,8 @@ export class DeliveryClaims {
   /** Stops claiming and waits for the drain in progress (attempts in flight are the caller's to wait for). */
   async stop(): Promise<void> {
     this.stopping = true;
+    clearTimeout(this.wake?.timer);
+    this.wake = undefined;
     this.slotFreed?.();
     await this.draining?.catch(() => {});
   }
@@ -111,6 +120,42 @@ export class DeliveryClaims {
       }
     } while (this.again && !this.stopping);
     await Promise.all(this.startingRounds);
+    await this.wakeAtNextDue();
+  }
+
+  /**
+   * Drains at `at` (a Date), when that comes before the next claim: keeps
+   * one wake-up, the earliest. Does nothing in a process that does not
+   * claim, or for an instant a claim interval or more away (the recurring
+   * claim comes first).
+   */
+  wakeAt(at: Date): void {
+    const when = at.getTime();
+    const now = this.o.clock.now().getTime();
+    if (!this.started || this.stopping || when >= now + this.o.claimIntervalMs || (this.wake && this.wake.at <= when)) return;
+    clearTimeout(this.wake?.timer);
+    const timer = setTimeout(() => {
+      this.wake = undefined;
+      this.poke();
+    }, Math.max(0, when - now));
+    timer.unref();
+    this.wake = { timer, at: when };
+  }
+
+  /**
+   * After a drain: the first delivery to fall due before the next claim
+   * (one read by the next_attempt_at index), for a wake-up then. It finds
+   * what other processes and other writers made due later: their retries,
+   * leases that end (a process that died), a backlog made due at one instant.
+   */
+  private async wakeAtNextDue(): Promise<void> {
+    if (!this.started || this.stopping || this.wake) return;
+    const now = this.o.clock.now();
+    const next = await this.o.store.deliveries.findOne(
+      { next_attempt_at: { $gt: now, $lt: new Date(now.getTime() + this.o.claimIntervalMs) } },
+      { sort: { next_attempt_at: 1 }, projection: { next_attempt_at: 1 } },
+    );
+    if (next?.next_attempt_at) this.wakeAt(next.next_attempt_at);
   }
 
   /** One round: claims up to `limit` due deliveries and starts them; resolves to how many were due. */

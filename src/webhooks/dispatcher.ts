@@ -121,7 +121,7 @@ export class Dispatcher {
     // An attempt waits its turn at most this long with its lease held: the lease covers the wait and the attempt,
     // and the immediate retry's wait and attempt under the lease renewed (WEBHOOK_LEASE_MS ≥ 2 × the deadline).
     this.throttle = new EndpointThrottle({ limiter: o.throttleLimiter, clock, holdMs: (leaseMs - 2 * o.timeoutMs) / 2 });
-    this.attempts = new Attempts({ store, endpoints, cache: this.cache, sender, schedule, throttle: this.throttle, clock, logger, leaseMs });
+    this.attempts = new Attempts({ store, endpoints, cache: this.cache, sender, schedule, throttle: this.throttle, clock, logger, leaseMs, dueAt: (at) => this.claims.wakeAt(at) });
     this.claims = new DeliveryClaims({
       store,
       events: o.events.collection,
@@ -130,6 +130,7 @@ export class Dispatcher {
       owner: this.owner,
       leaseMs,
       maxInFlight: MAX_IN_FLIGHT,
+      claimIntervalMs: o.claimIntervalMs,
       run: (leased) => this.track(this.attempts.run(leased)),
     });
     o.events.onPublish(this.outbox);
