@@ -897,8 +897,8 @@ describe("claims on time: a delivery is claimed when it falls due, not at the ne
     expect(third.at - retryDue).toBeGreaterThanOrEqual(0);
     expect(third.at - retryDue).toBeLessThan(1000);
 
-    // Its next retry is 10 minutes away; another writer (here: the test) makes it due 8.5 s from now, past the
-    // next claim's look-ahead, so a claim before that instant (every 8 s) finds it coming and wakes then.
+    // Its next retry is 10 minutes away; another writer (here: the test) makes it due 8.5 s from now, after the
+    // next claim (every 8 s), whose look-ahead finds it coming and wakes then.
     const mongo = await new MongoClient(inject("mongoUri")).connect();
     try {
       const dueAt = new Date(Date.now() + 8500);

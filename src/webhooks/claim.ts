@@ -61,7 +61,7 @@ export class DeliveryClaims {
       owner: string;
       leaseMs: number;
       maxInFlight: number;
-      /** The claim interval, in ms: a drain looks this far ahead for the next delivery to fall due (wakeAt). */
+      /** The claim interval, in ms: a drain looks twice as far ahead for the next delivery to fall due (wakeAt). */
       claimIntervalMs: number;
       /** Takes a claimed delivery as far as it goes. */
       run: (leased: LeasedDelivery) => Promise<void>;
@@ -118,21 +118,26 @@ export class DeliveryClaims {
         if (room < CLAIM_BATCH / 4) await new Promise<void>((resolve) => (this.slotFreed = resolve));
         else if ((await this.claim(room)) < room) break;
       }
+      if (!this.again) {
+        await Promise.all(this.startingRounds);
+        // A drain asked for meanwhile (a wake-up that fired, a poke) goes on in this one: it is not lost.
+        await this.wakeAtNextDue();
+      }
     } while (this.again && !this.stopping);
     await Promise.all(this.startingRounds);
-    await this.wakeAtNextDue();
   }
 
   /**
-   * Drains at `at` (a Date), when that comes before the next claim: keeps
-   * one wake-up, the earliest. Does nothing in a process that does not
-   * claim, or for an instant a claim interval or more away (the recurring
-   * claim comes first).
+   * Drains at `at` (a Date), when that may come before the next claim:
+   * keeps one wake-up, the earliest. Does nothing in a process that does
+   * not claim, or for an instant two claim intervals or more away (the
+   * recurring claim comes first; twice, because a busy process may run it
+   * late).
    */
   wakeAt(at: Date): void {
     const when = at.getTime();
     const now = this.o.clock.now().getTime();
-    if (!this.started || this.stopping || when >= now + this.o.claimIntervalMs || (this.wake && this.wake.at <= when)) return;
+    if (!this.started || this.stopping || when >= now + 2 * this.o.claimIntervalMs || (this.wake && this.wake.at <= when)) return;
     clearTimeout(this.wake?.timer);
     const timer = setTimeout(() => {
       this.wake = undefined;
@@ -143,8 +148,8 @@ export class DeliveryClaims {
   }
 
   /**
-   * After a drain: the first delivery to fall due before the next claim
-   * (one read by the next_attempt_at index), for a wake-up then. It finds
+   * After a drain: the first delivery to fall due within two claim
+   * intervals (one read by the next_attempt_at index), for a wake-up then. It finds
    * what other processes and other writers made due later: their retries,
    * leases that end (a process that died), a backlog made due at one instant.
    */
@@ -152,7 +157,7 @@ export class DeliveryClaims {
     if (!this.started || this.stopping || this.wake) return;
     const now = this.o.clock.now();
     const next = await this.o.store.deliveries.findOne(
-      { next_attempt_at: { $gt: now, $lt: new Date(now.getTime() + this.o.claimIntervalMs) } },
+      { next_attempt_at: { $gt: now, $lt: new Date(now.getTime() + 2 * this.o.claimIntervalMs) } },
       { sort: { next_attempt_at: 1 }, projection: { next_attempt_at: 1 } },
     );
     if (next?.next_attempt_at) this.wakeAt(next.next_attempt_at);
