@@ -95,8 +95,8 @@ export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
   return {
     collection,
     async publish({ workspaceId, type, data, dedupeKey }) {
-      const id = dedupeKey ? uuidFromName(`${workspaceId}:${dedupeKey}`) : newId();
       const createdAt = clock.now();
+      const id = dedupeKey ? uuidFromName(`${workspaceId}:${dedupeKey}`) : newId(undefined, createdAt);
       const body = JSON.stringify({ id, type, created_at: createdAt.toISOString(), data });
       const event: StoredEvent = { _id: id, workspace_id: workspaceId, type, created_at: createdAt, data, body };
       const afterwards = [];

@@ -11,9 +11,14 @@ export type IdPrefix = "msg" | "frs" | "tpl" | "whk" | "snd";
  * so ids sort by creation time and new records go to the right edge of the
  * `_id` index, as ObjectIds do: on MongoDB's B-trees (and the embedded H2
  * store) an insert touches the newest pages only, not a random page each.
+ *
+ * @param at the record's creation time, when it has one (an event's
+ *   `created_at`): the id then carries that millisecond, not the clock's a
+ *   moment later. Without it, the system clock's.
  */
-export function newId(prefix?: IdPrefix): string {
-  return prefix ? `${prefix}_${uuidv7()}` : uuidv7();
+export function newId(prefix?: IdPrefix, at?: Date): string {
+  const uuid = at ? uuidv7({ msecs: at.getTime() }) : uuidv7();
+  return prefix ? `${prefix}_${uuid}` : uuid;
 }
 
 /**
