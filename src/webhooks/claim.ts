@@ -149,15 +149,18 @@ export class DeliveryClaims {
 
   /**
    * After a drain: the first delivery to fall due within two claim
-   * intervals (one read by the next_attempt_at index), for a wake-up then. It finds
-   * what other processes and other writers made due later: their retries,
-   * leases that end (a process that died), a backlog made due at one instant.
+   * intervals (one read by the next_attempt_at index), for a wake-up then.
+   * It finds what other processes and other writers made due later: their
+   * retries, leases that end (a process that died), a backlog made due at
+   * one instant. One that fell due since the drain's last round looked (a
+   * timer may fire a millisecond before the clock reads its instant) wakes
+   * it at once.
    */
   private async wakeAtNextDue(): Promise<void> {
     if (!this.started || this.stopping || this.wake) return;
     const now = this.o.clock.now();
     const next = await this.o.store.deliveries.findOne(
-      { next_attempt_at: { $gt: now, $lt: new Date(now.getTime() + 2 * this.o.claimIntervalMs) } },
+      { next_attempt_at: { $lt: new Date(now.getTime() + 2 * this.o.claimIntervalMs) } },
       { sort: { next_attempt_at: 1 }, projection: { next_attempt_at: 1 } },
     );
     if (next?.next_attempt_at) this.wakeAt(next.next_attempt_at);
