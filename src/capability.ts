@@ -13,6 +13,7 @@ import type { ConsoleUserStore } from "./console/users/user-store.js";
 import type { RateLimiter } from "./ratelimit/rate-limiter.js";
 import type { Metrics } from "./metrics/metrics.js";
 import type { RequestLog } from "./requestlog/request-log.js";
+import type { CreditStore } from "./credits/credit-store.js";
 import type { WorkspaceStore } from "./workspaces/workspace-store.js";
 
 /**
@@ -28,6 +29,8 @@ export interface Platform {
   readonly scheduler: Scheduler;
   readonly events: EventBus;
   readonly workspaces: WorkspaceStore;
+  /** Balances and the credit ledger (a workspace's opening balance included). */
+  readonly credits: CreditStore;
   readonly keys: ApiKeyStore;
   readonly admission: Admission;
   readonly rateLimiter: RateLimiter;

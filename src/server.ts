@@ -34,6 +34,7 @@ import { systemClock, type Clock } from "./shared/clock.js";
 import { createLogger, type Logger } from "./shared/logger.js";
 import { createMetrics, metricsRoute, observeDatabaseCommands } from "./metrics/metrics.js";
 import { tuneHeap } from "./shared/heap.js";
+import { createCreditStore } from "./credits/credit-store.js";
 import { createWorkspaceStore, type WorkspaceStore } from "./workspaces/workspace-store.js";
 
 /** What startService needs besides the configuration. */
@@ -116,7 +117,8 @@ export async function startService(options: StartOptions): Promise<RunningServic
   });
   const db = client.db(config.mongodbDatabase);
 
-  const workspaces = createWorkspaceStore(db, clock);
+  const credits = createCreditStore(db, clock);
+  const workspaces = createWorkspaceStore(db, clock, credits);
   const keys = createApiKeyStore(db, clock);
   const rateLimiter = createRateLimiter(db, clock);
   const requestLog = createRequestLog(db, { flushMs: config.requestLogFlushMs, retentionMs: config.requestLogRetentionDays * 86_400_000, logger });
@@ -163,6 +165,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
     scheduler,
     events,
     workspaces,
+    credits,
     keys,
     admission,
     rateLimiter,

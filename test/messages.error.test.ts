@@ -153,8 +153,31 @@ describe("credits", () => {
     expect(answers.filter((s) => s === 402)).toHaveLength(30);
     expect((await t.console(WorkspaceService).getWorkspace({ id: ws })).workspace!.creditBalance).toBe(0n);
     expect(await count("messages", { workspace_id: ws })).toBe(20);
-    expect(await count("credit_ledger", { workspace_id: ws, kind: "spend" })).toBe(20);
+    // Reserved together or one at a time, each spend's entry carries the balance right after it: 19 down to 0.
+    const spends = await t.service.db.collection("credit_ledger").find({ workspace_id: ws, kind: "spend" }).toArray();
+    expect(spends.map((e) => e.amount as number)).toEqual(Array.from({ length: 20 }, () => -1));
+    expect(spends.map((e) => e.balance_after as number).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
     // All 20 are dispatched.
     await eventually(async () => ((await count("messages", { workspace_id: ws, wa_message_id: { $ne: null } })) === 20 ? true : undefined));
+  });
+
+  it("keeps the ledger exact when concurrent sends are debited together", async () => {
+    const ws = await t.createWorkspace("Together", 100);
+    const key = await t.createKey(ws, { scopes: ["messages:send"] });
+    const sender = await createSender(t, ws, "4915100000005");
+    const template = await createTemplate(t, ws);
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        send({ to: `49151235${String(i).padStart(5, "0")}`, sender, template: { id: template, variables: { name: "A", code: String(i) } } }, key.secret).then((r) => r.status),
+      ),
+    );
+    expect(answers.filter((s) => s === 200)).toHaveLength(40);
+    expect((await t.console(WorkspaceService).getWorkspace({ id: ws })).workspace!.creditBalance).toBe(60n);
+    const ledger = await t.service.db.collection("credit_ledger").find({ workspace_id: ws }).toArray();
+    const spends = ledger.filter((e) => e.kind === "spend");
+    expect(spends.map((e) => e.balance_after as number).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => 60 + i));
+    // The opening balance has its entry too: the entries add up to the balance.
+    expect(ledger.filter((e) => e.kind === "top_up")).toMatchObject([{ amount: 100, balance_after: 100, note: "opening balance" }]);
+    expect(ledger.reduce((sum, e) => sum + (e.amount as number), 0)).toBe(60);
   });
 });

@@ -27,12 +27,19 @@ export interface LedgerEntry {
  * without transactions: the update's filter requires the operation to be
  * absent, and the operation is removed only after its ledger entry exists.
  */
-interface PendingOperation {
+export interface PendingOperation {
   kind: LedgerEntry["kind"];
   amount: number;
   message_id: string | null;
   note: string | null;
   at: Date;
+}
+
+/** A spend to reserve (CreditStore.reserve): its pending operation, `amount` negative. */
+interface SpendRequest {
+  workspaceId: string;
+  opId: string;
+  op: PendingOperation;
 }
 
 interface WorkspaceCredits {
@@ -60,9 +67,11 @@ export interface CreditStore {
   /**
    * Reserves `amount` credits for message `messageId` with one conditional
    * update of the balance (it never goes below 0), which records the spend
-   * as pending in the workspace. Resolves to the reservation, or null when
-   * the balance is too low (nothing changed). Follow with settle() once the
-   * message is stored, or releaseSpend if it could not be.
+   * as pending in the workspace; spends of a workspace asked for while one is
+   * written share the next update, one at a time only when the balance cannot
+   * pay for all. Resolves to the reservation, or null when the balance is
+   * too low (nothing changed). Follow with settle() once the message is
+   * stored, or releaseSpend if it could not be.
    */
   reserve(workspaceId: string, messageId: string, amount: number): Promise<Reservation | null>;
   /** Gives back a reservation whose message was never stored. Idempotent. */
@@ -74,6 +83,14 @@ export interface CreditStore {
    * refund on the message), then the pending operation is cleared.
    */
   refund(workspaceId: string, messageId: string, amount: number, markDone: () => Promise<void>): Promise<void>;
+  /**
+   * The opening balance of a new workspace, `amount` credits: `fields` go
+   * into the workspace's insert (the balance and its top-up pending in it,
+   * written at once), then `settle` writes the top-up's ledger entry (note
+   * "opening balance"; a crash before it: recover() writes it). Nothing is
+   * pending for 0 credits.
+   */
+  opening(amount: number): { fields: { credit_balance: number; credit_ops?: Record<string, PendingOperation> }; settle(workspaceId: string): Promise<void> };
   /** Adds credits and records a top-up; resolves to the entry and the balance after. */
   topUp(workspaceId: string, amount: number, note: string | null): Promise<{ entry: LedgerEntry; balance: number } | null>;
   /** A workspace's ledger, newest first. */
@@ -164,6 +181,57 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     },
   });
 
+  /** Reserves one spend alone: the conditional update, or the reservation an earlier attempt of the same message made. */
+  async function reserveAlone({ workspaceId, opId, op }: SpendRequest): Promise<Reservation | null> {
+    const after = await apply(workspaceId, opId, op, { credit_balance: { $gte: -op.amount } });
+    if (after) return reservation(workspaceId, opId, op, after.credit_balance);
+    // Reserved already by an earlier attempt of the same message (an idempotent retry after a crash)?
+    const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { credit_balance: 1, [`credit_ops.${opId}`]: 1 } });
+    const earlier = doc?.credit_ops?.[opId];
+    return earlier ? reservation(workspaceId, opId, earlier, doc.credit_balance) : null;
+  }
+
+  /**
+   * Reserves the spends of one workspace that arrived together with one
+   * conditional update of its balance for their sum, each recorded as
+   * pending, as if applied one after the other in order (each gets the
+   * balance right after it). When the balance cannot pay for all of them, or
+   * one is pending already, each is reserved alone: exactly those the balance
+   * pays for are accepted.
+   */
+  async function reserveTogether(workspaceId: string, requests: SpendRequest[]): Promise<(Reservation | null)[]> {
+    const opIds = new Set(requests.map((r) => r.opId));
+    if (requests.length > 1 && opIds.size === requests.length) {
+      const total = requests.reduce((sum, r) => sum - r.op.amount, 0);
+      const filter: Record<string, unknown> = { _id: workspaceId, credit_balance: { $gte: total } };
+      const set: Record<string, PendingOperation> = {};
+      for (const { opId, op } of requests) {
+        filter[`credit_ops.${opId}`] = { $exists: false };
+        set[`credit_ops.${opId}`] = op;
+      }
+      const after = await workspaces.findOneAndUpdate(filter, { $inc: { credit_balance: -total }, $set: set }, { returnDocument: "after", projection: { _id: 0, credit_balance: 1 } });
+      if (after) {
+        let balance = after.credit_balance + total;
+        return requests.map(({ opId, op }) => reservation(workspaceId, opId, op, (balance += op.amount)));
+      }
+    }
+    return Promise.all(requests.map(reserveAlone));
+  }
+
+  /** Spends requested while a reservation is being written go into the next one: one update per workspace per batch. */
+  const spends = new GroupCommit<SpendRequest, Reservation | null>(async (requests) => {
+    const byWorkspace = new Map<string, number[]>();
+    requests.forEach((r, i) => byWorkspace.set(r.workspaceId, [...(byWorkspace.get(r.workspaceId) ?? []), i]));
+    const results: (Reservation | null)[] = [];
+    await Promise.all(
+      [...byWorkspace].map(async ([workspaceId, indexes]) => {
+        const reserved = await reserveTogether(workspaceId, indexes.map((i) => requests[i] as SpendRequest));
+        indexes.forEach((i, k) => (results[i] = reserved[k] ?? null));
+      }),
+    );
+    return results;
+  }, 100);
+
   async function settle(workspaceId: string, opId: string, balanceAfter: number | null): Promise<void> {
     const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { [`credit_ops.${opId}`]: 1 } });
     const op = doc?.credit_ops?.[opId];
@@ -185,15 +253,9 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
 
   return {
     ledger,
-    async reserve(workspaceId, messageId, amount) {
+    reserve(workspaceId, messageId, amount) {
       const opId = `spend:${messageId}`;
-      const op: PendingOperation = { kind: "spend", amount: -amount, message_id: messageId, note: null, at: clock.now() };
-      const after = await apply(workspaceId, opId, op, { credit_balance: { $gte: amount } });
-      if (after) return reservation(workspaceId, opId, op, after.credit_balance);
-      // Reserved already by an earlier attempt of the same message (an idempotent retry after a crash)?
-      const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { credit_balance: 1, [`credit_ops.${opId}`]: 1 } });
-      const earlier = doc?.credit_ops?.[opId];
-      return earlier ? reservation(workspaceId, opId, earlier, doc.credit_balance) : null;
+      return spends.add({ workspaceId, opId, op: { kind: "spend", amount: -amount, message_id: messageId, note: null, at: clock.now() } });
     },
     releaseSpend,
     async refund(workspaceId, messageId, amount, markDone) {
@@ -210,6 +272,12 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
       }
       await markDone();
       await clear(workspaceId, opId);
+    },
+    opening(amount) {
+      if (amount <= 0) return { fields: { credit_balance: amount }, settle: async () => {} };
+      const opId = `top_up:${newId()}`;
+      const op: PendingOperation = { kind: "top_up", amount, message_id: null, note: "opening balance", at: clock.now() };
+      return { fields: { credit_balance: amount, credit_ops: { [opId]: op } }, settle: (workspaceId) => settle(workspaceId, opId, amount) };
     },
     async topUp(workspaceId, amount, note) {
       const opId = `top_up:${newId()}`;

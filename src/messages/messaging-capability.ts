@@ -4,7 +4,6 @@ import { SimulatorService } from "../../gen/messaging/console/v1/simulator_pb.js
 import { MessageService } from "../../gen/messaging/v1/messages_pb.js";
 import type { Capability, Platform } from "../capability.js";
 import { createCreditsCapability } from "../credits/credits-capability.js";
-import { createCreditStore } from "../credits/credit-store.js";
 import { createFlowsCapability } from "../flows/flows-capability.js";
 import { registerService } from "../gateway/services.js";
 import { createNetwork } from "../network/create-network.js";
@@ -38,10 +37,9 @@ export const MESSAGES_SWEEP_JOB = "messages.sweep";
  * and the network.
  */
 export function createMessagingCapabilities(platform: Platform): Capability[] {
-  const { db, clock, logger, config, events } = platform;
+  const { db, clock, logger, config, events, credits } = platform;
   const senders = createSenderStore(db, clock);
   const templates = createTemplateStore(db, clock);
-  const credits = createCreditStore(db, clock);
   const messages = createMessageStore(db);
   const idempotency = createIdempotencyStore(db, clock);
   const inbound = createInbound({ db, messages, senders, credits, events, clock, logger, claimTimeoutMs: config.recoveryAgeMs });

@@ -1,4 +1,5 @@
 import type { Collection, Db } from "mongodb";
+import type { CreditStore } from "../credits/credit-store.js";
 import type { Clock } from "../shared/clock.js";
 import { newId } from "../shared/ids.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
@@ -20,7 +21,10 @@ export interface WorkspaceRecord {
 /** Access to the `workspaces` collection. */
 export interface WorkspaceStore {
   readonly collection: Collection<WorkspaceRecord>;
-  /** Creates an active workspace with an opening credit balance. */
+  /**
+   * Creates an active workspace with an opening credit balance, which has its
+   * top-up entry in the credit ledger like every other change of balance.
+   */
   create(input: { name: string; credits: number; demo?: boolean }): Promise<WorkspaceRecord>;
   /** The workspace with `id`, or null. */
   get(id: string): Promise<WorkspaceRecord | null>;
@@ -34,8 +38,8 @@ export interface WorkspaceStore {
   ensureIndexes(): Promise<void>;
 }
 
-/** Creates the workspace store over `db`. */
-export function createWorkspaceStore(db: Db, clock: Clock): WorkspaceStore {
+/** Creates the workspace store over `db`; `creditStore` gives a new workspace its opening balance. */
+export function createWorkspaceStore(db: Db, clock: Clock, creditStore: Pick<CreditStore, "opening">): WorkspaceStore {
   const collection = db.collection<WorkspaceRecord>("workspaces");
   return {
     collection,
@@ -49,7 +53,9 @@ export function createWorkspaceStore(db: Db, clock: Clock): WorkspaceStore {
         suspended_at: null,
         ...(demo ? { demo: true } : {}),
       };
-      await collection.insertOne(record);
+      const opening = creditStore.opening(credits);
+      await collection.insertOne({ ...record, ...opening.fields });
+      await opening.settle(record._id);
       return record;
     },
     get: (id) => collection.findOne({ _id: id }),
