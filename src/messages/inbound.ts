@@ -1,4 +1,4 @@
-import type { Collection, Db } from "mongodb";
+import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { MessageEventDataSchema } from "../../gen/messaging/v1/events_pb.js";
@@ -193,26 +193,43 @@ export function createInbound(deps: {
     return ids.map(() => undefined);
   }, 500);
   /**
-   * Dispatch's "sent", many messages in one ordered bulkWrite, three updates
-   * each: forward (accepted → sent), else late (the status is further on:
-   * only the time, the report and its event mark), each with the dispatch's
-   * outcome (network id, done); and the outcome alone where neither wrote it
-   * ("sent" was reported already). Only one of the three changes a message.
+   * Writes conditional updates in two ordered bulkWrites: first each item's
+   * `first` update; then, only when some of those matched nothing, every
+   * item's `rest`, in item order. The same as writing each item's updates
+   * one after the other, for the updates here: a `rest` update never changes
+   * what a `first` update matches (the status), and matches nothing once its
+   * own item's `first` did (the status is in `reports`, the outcome written).
+   * In the common case (every message takes the forward step) a message is
+   * looked up once instead of two or three times.
+   */
+  async function writeInTwoPasses(items: { first: AnyBulkWriteOperation<MessageRecord>; rest: AnyBulkWriteOperation<MessageRecord>[] }[]): Promise<void> {
+    const forward = await col.bulkWrite(items.map((i) => i.first), { ordered: true });
+    if (forward.matchedCount < items.length) await col.bulkWrite(items.flatMap((i) => i.rest), { ordered: true });
+  }
+
+  /**
+   * Dispatch's "sent", many messages at once (writeInTwoPasses), three
+   * updates each: forward (accepted → sent), else late (the status is
+   * further on: only the time, the report and its event mark), each with the
+   * dispatch's outcome (network id, done); and the outcome alone where
+   * neither wrote it ("sent" was reported already). Only one of the three
+   * changes a message.
    */
   const sentWrites = new GroupCommit<{ messageId: string; networkMessageId: string; at: Date }, void>(async (items) => {
     const now = clock.now();
-    await col.bulkWrite(
-      items.flatMap(({ messageId, networkMessageId, at }) => {
+    await writeInTwoPasses(
+      items.map(({ messageId, networkMessageId, at }) => {
         const outcome = { wa_message_id: networkMessageId, "dispatch.state": "done" as const, "dispatch.last_error": null };
         const unreported = { _id: messageId, direction: "outbound" as const, reports: { $ne: "sent" } };
         const record = { $addToSet: { reports: "sent", events_pending: "sent" }, $min: { sent_at: at } };
-        return [
-          { updateOne: { filter: { ...unreported, status: "accepted" as const }, update: { $set: { status: "sent" as const, ...outcome, updated_at: now }, ...record } } },
-          { updateOne: { filter: unreported, update: { $set: { ...outcome, updated_at: now }, ...record } } },
-          { updateOne: { filter: { _id: messageId, "dispatch.state": { $ne: "done" as const } }, update: { $set: outcome } } },
-        ];
+        return {
+          first: { updateOne: { filter: { ...unreported, status: "accepted" as const }, update: { $set: { status: "sent" as const, ...outcome, updated_at: now }, ...record } } },
+          rest: [
+            { updateOne: { filter: unreported, update: { $set: { ...outcome, updated_at: now }, ...record } } },
+            { updateOne: { filter: { _id: messageId, "dispatch.state": { $ne: "done" as const } }, update: { $set: outcome } } },
+          ],
+        };
       }),
-      { ordered: true },
     );
     return items.map(() => undefined);
   }, 200);
@@ -299,8 +316,8 @@ export function createInbound(deps: {
   }
 
   /**
-   * Live status reports, many at once: one ordered bulkWrite of each
-   * report's two updates (statusUpdates), then one read of the messages the
+   * Live status reports, many at once: each report's two updates
+   * (statusUpdates: forward, then late; writeInTwoPasses), then one read of the messages the
    * batch names (two when it names some by our id and some by the network's).
    * Answers each report's message, and whether the report changed it: the
    * message holds the status in `reports` and its event mark in
@@ -312,12 +329,11 @@ export function createInbound(deps: {
    * same event (the id is derived), and only its count as a repeat is lost.
    */
   const liveStatuses = new GroupCommit<LiveStatus, { message: MessageRecord | null; changed: boolean }>(async (items) => {
-    await col.bulkWrite(
-      items.flatMap(({ match, status, at, error, set }) => {
+    await writeInTwoPasses(
+      items.map(({ match, status, at, error, set }) => {
         const { forward, late } = statusUpdates(match, status, at, error, set);
-        return [{ updateOne: forward }, { updateOne: late }];
+        return { first: { updateOne: forward }, rest: [{ updateOne: late }] };
       }),
-      { ordered: true },
     );
     const ours = items.flatMap(({ match }) => ("_id" in match ? [match._id] : []));
     const theirs = items.flatMap(({ match }) => ("wa_message_id" in match ? [match.wa_message_id] : []));
