@@ -177,11 +177,6 @@ export async function startEmbeddedMongo(backend: EmbeddedBackend, logger?: Logg
   const child = spawn(
     "java",
     [
-      // The optimizing compiler only (no tiered C1 stages): in `npm run bench` the server compiles for its first half
-      // minute and more either way, but with tiers its compiler threads take half of its CPU well into the measured
-      // rounds; without, compiling ends sooner and sends run about a fifth faster once warm (README "Performance"),
-      // about a tenth slower in the first seconds of a new server.
-      "-XX:-TieredCompilation",
       "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
       // Its own shutdown warns about the clients it closes; not news.
       "-Dorg.slf4j.simpleLogger.log.de.bwaldvogel.mongo.MongoServer=error",
