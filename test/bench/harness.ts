@@ -17,6 +17,11 @@ export interface LoadResult {
   latencies: Float64Array;
   /** Peak resident set size of the server process during the run, in MiB. */
   peakRssMiB: number | undefined;
+  /**
+   * CPU time of the server process per recorded request, in ms (all its
+   * work meanwhile, background work included); undefined without a server pid.
+   */
+  serverCpuMs?: number;
 }
 
 /** The p-th percentile (0-100) of sorted values. */
@@ -35,6 +40,25 @@ export async function rssMiB(pid: number): Promise<number | undefined> {
     return undefined;
   }
 }
+
+/**
+ * CPU time process `pid` has used so far (user and system, from
+ * /proc/<pid>/stat), in seconds; undefined where that cannot be read (not
+ * Linux, or the process is gone).
+ */
+export async function cpuSeconds(pid: number): Promise<number | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    // The fields after the command name (which may hold spaces), from the state on: utime and stime are the 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The kernel's clock ticks per second, the unit of /proc/<pid>/stat's times (USER_HZ: 100 on Linux). */
+const CLOCK_TICKS_PER_SECOND = 100;
 
 /**
  * Runs `call` from `concurrency` workers, either for `seconds` after
@@ -65,6 +89,12 @@ export async function runLoad(options: {
         });
       }, 100)
     : undefined;
+  // The server's CPU time over the recorded part (from the end of the warm-up).
+  const cpuAtStart = options.serverPid
+    ? new Promise<number | undefined>((resolve) =>
+        setTimeout(() => void cpuSeconds(options.serverPid as number).then(resolve), Math.max(0, warmupUntil - performance.now())),
+      )
+    : undefined;
   const worker = async (id: number) => {
     for (let calls = 0; calls < (options.callsPerWorker ?? Infinity); calls++) {
       const start = performance.now();
@@ -83,9 +113,11 @@ export async function runLoad(options: {
   };
   await Promise.all(Array.from({ length: options.concurrency }, (_, i) => worker(i)));
   if (sampler) clearInterval(sampler);
+  const [cpuStart, cpuEnd] = options.serverPid ? [await cpuAtStart, await cpuSeconds(options.serverPid)] : [];
   const sorted = Float64Array.from(latencies).sort();
   const seconds = fixedWork ? (performance.now() - began) / 1000 : (options.seconds ?? 10);
-  return { name: options.name, requests: latencies.length, seconds, outcomes, latencies: sorted, peakRssMiB: peak };
+  const serverCpuMs = cpuStart !== undefined && cpuEnd !== undefined && latencies.length > 0 ? ((cpuEnd - cpuStart) * 1000) / latencies.length : undefined;
+  return { name: options.name, requests: latencies.length, seconds, outcomes, latencies: sorted, peakRssMiB: peak, serverCpuMs };
 }
 
 /** Formats rows as an aligned text table with a header line. */
@@ -98,13 +130,14 @@ export function table(header: string[], rows: string[][]): string {
 /** Formats load results as the benchmark's table. */
 export function loadTable(results: LoadResult[]): string {
   return table(
-    ["run", "requests/s", "p50 ms", "p99 ms", "peak RSS MiB", "answers"],
+    ["run", "requests/s", "p50 ms", "p99 ms", "peak RSS MiB", "server CPU ms/request", "answers"],
     results.map((r) => [
       r.name,
       (r.requests / r.seconds).toFixed(0),
       percentile(r.latencies, 50).toFixed(2),
       percentile(r.latencies, 99).toFixed(2),
       r.peakRssMiB === undefined ? "-" : r.peakRssMiB.toFixed(0),
+      r.serverCpuMs === undefined ? "-" : r.serverCpuMs.toFixed(3),
       [...r.outcomes].map(([k, v]) => `${k}: ${v}`).join(", "),
     ]),
   );

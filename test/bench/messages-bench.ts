@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import * as grpc from "@grpc/grpc-js";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { createClient, type Interceptor } from "@connectrpc/connect";
@@ -11,7 +12,7 @@ import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.j
 import { SendMessageRequestSchema } from "../../gen/messaging/v1/messages_pb.js";
 import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
 import { countsBetween, startCommandCounter, workCommands, type CommandCounts } from "./command-counter.js";
-import { loadTable, percentile, rssMiB, runLoad, table, type LoadResult } from "./harness.js";
+import { cpuSeconds, loadTable, percentile, rssMiB, runLoad, table, type LoadResult } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -27,9 +28,11 @@ const ACCEPTING = /^((find|findAndModify|insert|update) (api_keys|workspaces|rat
  * (acceptance to the network's acceptance, sent_at − created_at), and the
  * database commands per message, counted on the wire by a relay in front of
  * the database: on the accepting request, and over the whole life of the
- * message until the simulator reported it read (no webhook endpoint).
+ * message until the simulator reported it read (no webhook endpoint), and
+ * the CPU time the service and the embedded database (`databasePid`) spent
+ * per message over that time.
  */
-export async function runMessagesBench(options: { mongodbUri: string; concurrency: number; callsPerWorker: number }): Promise<string> {
+export async function runMessagesBench(options: { mongodbUri: string; databasePid?: number; concurrency: number; callsPerWorker: number }): Promise<string> {
   const database = `bench_messages_${Date.now()}`;
   const counter = await startCommandCounter(options.mongodbUri);
   const service = await startServiceProcess({
@@ -118,6 +121,7 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
     const restKeys = await newKeys();
     const grpcKeys = await newKeys();
     const before = counter.snapshot();
+    const cpuBefore = await Promise.all([cpuSeconds(pid), options.databasePid ? cpuSeconds(options.databasePid) : undefined]);
     const waitedBefore = counter.waited();
     results.push(await restLoad("REST POST /v1/messages", restKeys));
 
@@ -160,6 +164,7 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
 
     // Dispatch: wait until every accepted message was reported read, then measure acceptance → sent.
     const peak = await settle();
+    const cpuAfter = await Promise.all([cpuSeconds(pid), options.databasePid ? cpuSeconds(options.databasePid) : undefined]);
     const life = countsBetween(before, counter.snapshot());
     const waited = countsBetween(waitedBefore, counter.waited());
     const rows = await messages.find({ sent_at: { $ne: null }, created_at: { $gte: measuredSince } }, { projection: { created_at: 1, sent_at: 1 } }).toArray();
@@ -183,6 +188,20 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
       const measured = results.filter((r) => !r.name.includes("warm-up"));
       return (rate(measured.find((r) => r.name.startsWith(name))) / rate(measured.find((r) => r.name.startsWith("trivial")))).toFixed(2);
     };
+    const cpuMs = (i: 0 | 1) => {
+      const [was, is] = [cpuBefore[i], cpuAfter[i]];
+      return was === undefined || is === undefined ? undefined : ((is - was) * 1000) / sends;
+    };
+    const [serviceMs, databaseMs] = [cpuMs(0), cpuMs(1)];
+    const cores = availableParallelism();
+    const cpuLine =
+      serviceMs === undefined
+        ? "CPU per message: not measured (no /proc)"
+        : `CPU per message, from the first measured send until the last was read: service ${serviceMs.toFixed(2)} ms` +
+          (databaseMs === undefined
+            ? " (the database is not the embedded one: not measured)"
+            : `, embedded database ${databaseMs.toFixed(2)} ms; together ${(serviceMs + databaseMs).toFixed(2)} ms, so ${cores} cores ` +
+              `carry at most ${((cores * 1000) / (serviceMs + databaseMs)).toFixed(0)} messages/s through their whole life, clients aside`);
     return [
       `POST /v1/messages, ${options.concurrency} concurrent clients, ${options.callsPerWorker} sends each, own key per client (after a warm-up round of as many REST sends, shown first, left out of the ratios and the command counts)`,
       loadTable(results),
@@ -192,6 +211,7 @@ export async function runMessagesBench(options: { mongodbUri: string; concurrenc
       "",
       "Dispatch of those messages by the same process (from the first acceptance to the last network acceptance)",
       dispatchTable,
+      cpuLine,
     ].join("\n");
   } finally {
     await Promise.all([stopProcess(service.child), stopProcess(trivial.child)]);

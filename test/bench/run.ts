@@ -43,7 +43,7 @@ try {
   process.stdout.write(`Machine: ${(await import("node:os")).cpus().length} cores, Node ${process.version}; database: ${database}\n\n`);
   const run = (name: string) => values.only === "" || values.only === name;
   if (run("me")) process.stdout.write(`${await runMeBench({ mongodbUri, concurrency, seconds })}\n\n`);
-  if (run("messages")) process.stdout.write(`${await runMessagesBench({ mongodbUri, concurrency: 32, callsPerWorker: 100 })}\n\n`);
+  if (run("messages")) process.stdout.write(`${await runMessagesBench({ mongodbUri, databasePid: embedded?.pid, concurrency: 32, callsPerWorker: 100 })}\n\n`);
   if (run("webhooks")) {
     const backlogs = values.backlogs.split(",").filter((b) => b !== "").map(Number);
     process.stdout.write(`${await runWebhookBench({ mongodbUri, seconds, backlogs })}\n`);
