@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rest } from "./helpers/clients.js";
+import { CreditService } from "../gen/messaging/console/v1/credits_pb.js";
+import { clientFor, rest } from "./helpers/clients.js";
 import { FAST_MESSAGING, msgsvc } from "./helpers/messaging.js";
 import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
@@ -73,6 +74,23 @@ describe("console API for senders, templates and credits", () => {
     expect(refused.json.error.message).toBe("amount: must be from 1 to 1000000000");
     const ledger = await consoleRest("GET", `/console/v1/workspaces/${workspaceId}/credit_ledger`);
     expect(ledger.json).toMatchObject({ object: "list", total: 1 });
+  });
+});
+
+describe("opening credits", () => {
+  it("records a new workspace's opening balance in its ledger, over REST and gRPC", async () => {
+    const created = await consoleRest("POST", "/console/v1/workspaces", { name: "Opening", credits: 50 });
+    expect(created.status).toBe(200);
+    expect(created.json.credit_balance).toBe(50);
+    const ledger = await consoleRest("GET", `/console/v1/workspaces/${created.json.id}/credit_ledger`);
+    expect(ledger.json).toMatchObject({ object: "list", total: 1 });
+    expect(ledger.json.data[0]).toMatchObject({ kind: "top_up", amount: 50, balance_after: 50, note: "opening balance", message_id: null });
+    expect(ledger.json.data[0].id).toMatch(/^top_up:/);
+    const overGrpc = await clientFor(CreditService, "grpc", t.consoleUrl, TEST_CONSOLE_TOKEN).listCreditLedgerEntries({ workspaceId: created.json.id });
+    expect(overGrpc.data.map((e) => [e.id, e.amount, e.balanceAfter, e.note])).toEqual([[ledger.json.data[0].id, 50n, 50n, "opening balance"]]);
+    // No credits, no entry.
+    const empty = await consoleRest("POST", "/console/v1/workspaces", { name: "Empty" });
+    expect((await consoleRest("GET", `/console/v1/workspaces/${empty.json.id}/credit_ledger`)).json.total).toBe(0);
   });
 });
 
