@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, inject, it } from "vitest";
+import { SERVICE_ENTRY } from "../src/codegen/build-service.js";
 import { projectRoot } from "../src/shared/project-root.js";
 import { TEST_WEBHOOK_SECRET_KEY } from "./helpers/processes.js";
 
@@ -23,9 +24,9 @@ interface Banner {
   publicUrl: string;
 }
 
-/** Runs src/main.ts until its banner is printed, reads the credentials from it, and stops it with SIGTERM. */
+/** Runs the service (the build of src/main.ts, as `npm start` does) until its banner is printed, reads the credentials from it, and stops it with SIGTERM. */
 async function startAndRead(env: Record<string, string | undefined>): Promise<Banner> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, [SERVICE_ENTRY], {
     cwd: projectRoot,
     env: { ...process.env, PORT: "0", HOST: "127.0.0.1", CONSOLE_PORT: "0", LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "pipe", "inherit"],
@@ -67,7 +68,7 @@ describe("development credentials", () => {
 
   it("are never made with MONGODB_URI", async () => {
     const other = await mkdtemp(path.join(os.tmpdir(), "dev-credentials-prod-"));
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const child = spawn(process.execPath, [SERVICE_ENTRY], {
       cwd: projectRoot,
       env: { ...process.env, MONGODB_URI: inject("mongoUri"), MONGODB_DATABASE: `test_devcred_${process.pid}`, WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, DATA_DIR: other, PORT: "0", CONSOLE_PORT: "0", LOG_LEVEL: "info" },
       stdio: ["ignore", "pipe", "inherit"],

@@ -10,6 +10,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Binary, Decimal128, GridFSBucket, Long, MongoClient, ObjectId } from "mongodb";
 import { afterAll, describe, expect, it } from "vitest";
+import { SERVICE_ENTRY } from "../src/codegen/build-service.js";
 import { projectRoot } from "../src/shared/project-root.js";
 import { ensureEmbeddedMongo, startEmbeddedMongo } from "../src/store/embedded-mongo.js";
 import { startProcess } from "./helpers/processes.js";
@@ -35,9 +36,9 @@ const alive = (pid: number) => {
   }
 };
 
-/** Runs src/main.ts until it exits; resolves to its exit code and standard error. */
+/** Runs the service (the build of src/main.ts, as `npm start` does) until it exits; resolves to its exit code and standard error. */
 async function runMain(env: Record<string, string | undefined>): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [SERVICE_ENTRY], { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
   const [code] = (await once(child, "exit")) as [number | null];

@@ -2,6 +2,7 @@ import { rm } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { projectRoot } from "../../src/shared/project-root.js";
+import { buildService } from "../../src/codegen/build-service.js";
 import { startEmbeddedMongo } from "../../src/store/embedded-mongo.js";
 import { runFilesBench } from "./files-bench.js";
 import { runMeBench } from "./me-bench.js";
@@ -32,6 +33,8 @@ const concurrency = Number(values.concurrency);
 
 const dataDir = path.join(".data", `bench-${process.pid}`);
 if (values.backend !== "h2" && values.backend !== "memory") throw new Error("--backend: must be h2 or memory");
+// The service runs as `npm start` runs it: from the build.
+await buildService();
 const embedded = process.env.MONGODB_URI
   ? undefined
   : await startEmbeddedMongo(

@@ -1,15 +1,17 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import readline from "node:readline";
+import { SERVICE_ENTRY } from "../../src/codegen/build-service.js";
 import { projectRoot } from "../../src/shared/project-root.js";
 
 /** The key that encrypts webhook signing secrets in every test service and process (WEBHOOK_SECRET_KEY). */
 export const TEST_WEBHOOK_SECRET_KEY = "7e57".repeat(16);
 
 /**
- * Starts a TypeScript entry point of this project in its own process and
- * resolves with the first JSON line of its standard output for which
- * `ready` returns a value.
+ * Starts an entry point of this project in its own process (a TypeScript
+ * file through tsx, a JavaScript file of the build as it is) and resolves
+ * with the first JSON line of its standard output for which `ready` returns
+ * a value.
  */
 export async function startProcess<T>(
   entry: string,
@@ -17,7 +19,7 @@ export async function startProcess<T>(
   ready: (line: Record<string, unknown>) => T | undefined,
   nodeArgs: string[] = [],
 ): Promise<{ child: ChildProcess; value: T }> {
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", entry], {
+  const child = spawn(process.execPath, [...nodeArgs, ...(entry.endsWith(".ts") ? ["--import", "tsx"] : []), entry], {
     cwd: projectRoot,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
@@ -43,13 +45,14 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
 }
 
 /**
- * Starts the service's entry point (src/main.ts) and resolves to it and its
+ * Starts the service as `npm start` does (the build's src/main.js; the test
+ * run's global setup and the bench build it first) and resolves to it and its
  * public and console ports. With SERVICE_CPU_PROF_DIR set (`npm run bench --
  * --cpu-prof DIR`), the service writes a V8 CPU profile there when it stops.
  */
 export async function startServiceProcess(env: Record<string, string>) {
   const { child, value } = await startProcess(
-    "src/main.ts",
+    SERVICE_ENTRY,
     { LOG_LEVEL: "info", WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, ...env },
     (line) => (line.msg === "service started" ? { publicPort: line.publicPort as number, consolePort: line.consolePort as number } : undefined),
     serviceProfileArgs(),

@@ -1,17 +1,20 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import path from "node:path";
 import type { HttpRoute } from "../../gateway/rpc-server.js";
+import { projectRoot } from "../../shared/project-root.js";
 
 const require = createRequire(import.meta.url);
 
 /** Files of the web console, read once at start-up: path → file and content type. */
-const files: [path: string, file: URL | string, type: string][] = [
-  ["/", new URL("index.html", import.meta.url), "text/html; charset=utf-8"],
-  ["/console.js", new URL("console.js", import.meta.url), "text/javascript; charset=utf-8"],
-  ["/console.css", new URL("console.css", import.meta.url), "text/css; charset=utf-8"],
-  ["/favicon.svg", new URL("favicon.svg", import.meta.url), "image/svg+xml"],
+const own = (name: string) => path.join(projectRoot, "src", "console", "web", name);
+const files: [path: string, file: string, type: string][] = [
+  ["/", own("index.html"), "text/html; charset=utf-8"],
+  ["/console.js", own("console.js"), "text/javascript; charset=utf-8"],
+  ["/console.css", own("console.css"), "text/css; charset=utf-8"],
+  ["/favicon.svg", own("favicon.svg"), "image/svg+xml"],
   // Browsers ask for /favicon.ico whatever the page links; an SVG answers it too.
-  ["/favicon.ico", new URL("favicon.svg", import.meta.url), "image/svg+xml"],
+  ["/favicon.ico", own("favicon.svg"), "image/svg+xml"],
   // uPlot (the refusals chart), served from its npm package as published: no build step.
   ["/vendor/uPlot.esm.js", require.resolve("uplot/dist/uPlot.esm.js"), "text/javascript; charset=utf-8"],
   ["/vendor/uPlot.min.css", require.resolve("uplot/dist/uPlot.min.css"), "text/css; charset=utf-8"],
