@@ -1,4 +1,6 @@
 import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { BUILD_DIR } from "../../src/codegen/build-service.js";
 
 /*
  * Benchmark helpers: closed-loop load with N concurrent workers, latency
@@ -39,6 +41,15 @@ export async function rssMiB(pid: number): Promise<number | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The build of one of the bench's own process entries (`test/bench/<name>.ts`,
+ * built by run.ts with the service): they run as plain JavaScript, as the
+ * service does, not through tsx.
+ */
+export function benchProcessEntry(name: "trivial-servers" | "webhook-service" | "webhook-receivers"): string {
+  return path.join(BUILD_DIR, "test", "bench", `${name}.js`);
 }
 
 /**

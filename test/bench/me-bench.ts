@@ -8,7 +8,7 @@ import { ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
 import { commandCells, countsBetween, startCommandCounter, type CommandCounts } from "./command-counter.js";
-import { loadTable, runLoad, table, type LoadResult } from "./harness.js";
+import { benchProcessEntry, loadTable, runLoad, table, type LoadResult } from "./harness.js";
 
 /** Options of the GET /v1/me benchmark. */
 export interface MeBenchOptions {
@@ -43,7 +43,7 @@ export async function runMeBench(options: MeBenchOptions): Promise<string> {
     CONSOLE_TOKEN,
     ROLE: "all",
   });
-  const trivial = await startProcess("test/bench/trivial-servers.ts", {}, (line) =>
+  const trivial = await startProcess(benchProcessEntry("trivial-servers"), {}, (line) =>
     typeof line.trivialPort === "number" ? (line as { trivialPort: number; barePort: number }) : undefined,
   );
   const pid = service.child.pid as number;

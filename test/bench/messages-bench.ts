@@ -12,7 +12,7 @@ import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.j
 import { SendMessageRequestSchema } from "../../gen/messaging/v1/messages_pb.js";
 import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
 import { countsBetween, startCommandCounter, workCommands, type CommandCounts } from "./command-counter.js";
-import { cpuSeconds, loadTable, percentile, rssMiB, runLoad, table, type LoadResult } from "./harness.js";
+import { benchProcessEntry, cpuSeconds, loadTable, percentile, rssMiB, runLoad, table, type LoadResult } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -47,7 +47,7 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
     SIMULATOR_DELIVERED_DELAY_MS: "200",
     SIMULATOR_READ_DELAY_MS: "400",
   });
-  const trivial = await startProcess("test/bench/trivial-servers.ts", {}, (line) =>
+  const trivial = await startProcess(benchProcessEntry("trivial-servers"), {}, (line) =>
     typeof line.trivialPort === "number" ? (line as { trivialPort: number }) : undefined,
   );
   const pid = service.child.pid as number;

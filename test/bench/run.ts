@@ -33,8 +33,8 @@ const concurrency = Number(values.concurrency);
 
 const dataDir = path.join(".data", `bench-${process.pid}`);
 if (values.backend !== "h2" && values.backend !== "memory") throw new Error("--backend: must be h2 or memory");
-// The service runs as `npm start` runs it: from the build.
-await buildService();
+// The service runs as `npm start` runs it, from the build; so do the bench's own processes (benchProcessEntry).
+await buildService(["test/bench/*.ts"]);
 const embedded = process.env.MONGODB_URI
   ? undefined
   : await startEmbeddedMongo(

@@ -10,7 +10,7 @@ import { signWebhookPayload } from "../../src/webhooks/signature.js";
 import { Pool } from "undici";
 import { serviceProfileArgs, startProcess, stopProcess, TEST_WEBHOOK_SECRET_KEY } from "../helpers/processes.js";
 import { commandCells, countsBetween, startCommandCounter } from "./command-counter.js";
-import { percentile, rssMiB, table } from "./harness.js";
+import { benchProcessEntry, percentile, rssMiB, table } from "./harness.js";
 
 /** Options of the webhook delivery benchmark. */
 export interface WebhookBenchOptions {
@@ -70,7 +70,7 @@ interface Row {
  * wire (test/bench/command-counter.ts), printed per delivery.
  */
 export async function runWebhookBench(options: WebhookBenchOptions): Promise<string> {
-  const receivers = await startProcess("test/bench/webhook-receivers.ts", { RECEIVERS: String(RECEIVERS) }, (line) =>
+  const receivers = await startProcess(benchProcessEntry("webhook-receivers"), { RECEIVERS: String(RECEIVERS) }, (line) =>
     Array.isArray(line.receiverPorts) ? (line.receiverPorts as number[]) : undefined,
   );
   const control = async (path: string, body?: unknown): Promise<Stats> => {
@@ -80,7 +80,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
   const counter = await startCommandCounter(options.mongodbUri);
   const database = `bench_webhooks_${Date.now()}`;
   const service = await startProcess(
-    "test/bench/webhook-service.ts",
+    benchProcessEntry("webhook-service"),
     {
       MONGODB_URI: counter.uri,
       MONGODB_DATABASE: database,
