@@ -4,8 +4,8 @@ import { BUILD_DIR } from "../../src/codegen/build-service.js";
 
 /*
  * Benchmark helpers: closed-loop load with N concurrent workers, latency
- * percentiles, peak RSS of a server process sampled from /proc, and a plain
- * text table. Numbers are printed, never asserted.
+ * percentiles, peak RSS and CPU time of a server process read from /proc,
+ * and a plain text table. Numbers are printed, never asserted.
  */
 
 /** Result of one load run. */

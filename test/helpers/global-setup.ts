@@ -10,12 +10,13 @@ declare module "vitest" {
 }
 
 /**
- * Builds the service (buildService) and starts the database for the whole run: MONGODB_URI when given (for
- * example a MongoDB 7 replica set), else one embedded mongo-java-server with
- * its memory backend, shared by every suite (each uses a database of its own).
+ * Builds the service (buildService: the tests that run it in its own
+ * process run the build, as `npm start` does) and starts the database for
+ * the whole run: MONGODB_URI when given (for example a MongoDB 7 replica
+ * set), else one embedded mongo-java-server with its memory backend, shared
+ * by every suite (each uses a database of its own).
  */
 export default async function setup(project: TestProject) {
-  // Tests that run the service in its own process run it as `npm start` does: from the build.
   await buildService();
   if (process.env.MONGODB_URI) {
     project.provide("mongoUri", process.env.MONGODB_URI);
