@@ -71,6 +71,8 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
     );
   const body = (i: number) => ({ to: `4915${String(100000000 + i)}`, sender: sender!.id, template: { id: template!.id, variables: { name: "Ada", code: String(i) } } });
 
+  /** CPU seconds used so far by the service and by the embedded database (undefined where not known). */
+  const cpuOfServiceAndDatabase = () => Promise.all([cpuSeconds(pid), options.databasePid ? cpuSeconds(options.databasePid) : undefined]);
   const results: LoadResult[] = [];
   let n = 0;
   const mongo = new MongoClient(options.mongodbUri);
@@ -121,7 +123,7 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
     const restKeys = await newKeys();
     const grpcKeys = await newKeys();
     const before = counter.snapshot();
-    const cpuBefore = await Promise.all([cpuSeconds(pid), options.databasePid ? cpuSeconds(options.databasePid) : undefined]);
+    const cpuBefore = await cpuOfServiceAndDatabase();
     const waitedBefore = counter.waited();
     results.push(await restLoad("REST POST /v1/messages", restKeys));
 
@@ -164,7 +166,7 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
 
     // Dispatch: wait until every accepted message was reported read, then measure acceptance → sent.
     const peak = await settle();
-    const cpuAfter = await Promise.all([cpuSeconds(pid), options.databasePid ? cpuSeconds(options.databasePid) : undefined]);
+    const cpuAfter = await cpuOfServiceAndDatabase();
     const life = countsBetween(before, counter.snapshot());
     const waited = countsBetween(waitedBefore, counter.waited());
     const rows = await messages.find({ sent_at: { $ne: null }, created_at: { $gte: measuredSince } }, { projection: { created_at: 1, sent_at: 1 } }).toArray();
