@@ -8,7 +8,7 @@ import { createInterface } from "node:readline";
 import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { Binary, Decimal128, GridFSBucket, Long, MongoClient, ObjectId } from "mongodb";
+import { Binary, BSON, Decimal128, GridFSBucket, Long, MongoClient, ObjectId } from "mongodb";
 import { afterAll, describe, expect, it } from "vitest";
 import { SERVICE_ENTRY } from "../src/codegen/build-service.js";
 import { projectRoot } from "../src/shared/project-root.js";
@@ -248,26 +248,41 @@ describe("the embedded database", () => {
   it("updates documents in place while the H2 store writes them in the background, without closing the store", async () => {
     // The library changes a found document's instance in place (fields added and removed); the writer (here
     // every millisecond) must never encode an instance while it changes: a ConcurrentModificationException
-    // there closes the store for good. Large documents keep the writer busy inside each one.
+    // there closes the store for good. Large documents keep the writer busy inside each one. Finds read the
+    // stored instances themselves (no copy) meanwhile, and nested values change too (a push into an array of a
+    // sub-document): each update must leave the instance it found as it was.
     const db = await startEmbeddedMongo({ kind: "h2", file: path.join(temp, "busy", "database.mv"), commitIntervalMs: 1 });
     const client = await new MongoClient(db.uri, { maxPoolSize: 16 }).connect();
     try {
-      const docs = client.db("app").collection<{ _id: string; n: number }>("docs");
+      const docs = client.db("app").collection<{ _id: string; n: number; nested: { pushes: number[] } }>("docs");
       const big = Array.from({ length: 20_000 }, (_, i) => `item ${i}`);
-      await docs.insertMany(Array.from({ length: 4 }, (_, i) => ({ _id: `d${i}`, big, n: 0 })));
+      await docs.insertMany(Array.from({ length: 4 }, (_, i) => ({ _id: `d${i}`, big, n: 0, nested: { pushes: [] } })));
       const began = Date.now();
       let updates = 0;
-      await Promise.all(
-        Array.from({ length: 16 }, async (_, w) => {
+      let reads = 0;
+      await Promise.all([
+        ...Array.from({ length: 12 }, async (_, w) => {
           for (let i = 0; Date.now() - began < 3000; i++) {
             const id = `d${(w + i) % 4}`;
             updates++;
-            await docs.updateOne({ _id: id }, { $inc: { n: 1 }, $set: { [`field${w}`]: i } });
+            await docs.updateOne({ _id: id }, { $inc: { n: 1 }, $set: { [`field${w}`]: i }, $push: { "nested.pushes": w } });
             await docs.findOneAndUpdate({ _id: id, n: { $gte: 0 } }, { $unset: { [`field${w}`]: "" } });
           }
         }),
-      );
-      expect((await docs.find().toArray()).reduce((sum, d) => sum + d.n, 0)).toBe(updates);
+        ...Array.from({ length: 4 }, async () => {
+          while (Date.now() - began < 3000) {
+            for (const doc of await docs.find({ n: { $gte: 0 } }).toArray()) expect(doc.nested.pushes.length).toBe(doc.n);
+            reads++;
+          }
+        }),
+      ]);
+      const stored = await docs.find().toArray();
+      expect(stored.reduce((sum, d) => sum + d.n, 0)).toBe(updates);
+      for (const doc of stored) expect(doc.nested.pushes.length).toBe(doc.n);
+      expect(reads).toBeGreaterThan(0);
+      // The size of the documents, counted when asked (the launcher keeps no running total).
+      const stats = await client.db("app").command({ collStats: "docs" });
+      expect(stats.size).toBe(stored.reduce((sum, d) => sum + BSON.calculateObjectSize(d), 0));
     } finally {
       await client.close();
       await db.stop();

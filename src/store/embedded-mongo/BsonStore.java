@@ -142,16 +142,50 @@ final class BsonStore {
     }
 
     /**
-     * The documents of a query's first batch as copies. The library updates a document by changing the instance
-     * its query returned and putting it back; with H2, that instance is the one in the map's page, which the
-     * background writer may be encoding at that moment (a {@code ConcurrentModificationException} that closes
-     * the store). Every update and findAndModify finds its documents through {@code queryDocuments}, so copying
-     * its results keeps every instance in a page unchanged once stored.
+     * How the documents a query returns are copied, by the command that asked (see {@link #detached}).
+     */
+    enum Copy {
+        /** The instances stored: the command only reads them (find). */
+        NONE,
+        /** A new top-level map per document, sharing its values: the library's update changes only that map. */
+        TOP_LEVEL,
+        /** A deep copy: any other command, whatever it does with what it reads. */
+        DEEP;
+
+        /** The copy {@code command} (a command name, in any case) needs. */
+        static Copy forCommand(String command) {
+            if (command.equalsIgnoreCase("find")) {
+                return NONE;
+            }
+            if (command.equalsIgnoreCase("update") || command.equalsIgnoreCase("findAndModify")) {
+                return TOP_LEVEL;
+            }
+            return DEEP;
+        }
+    }
+
+    /** The copy the command this thread is handling needs ({@link Copy#DEEP} outside a command). */
+    static final ThreadLocal<Copy> COPY = ThreadLocal.withInitial(() -> Copy.DEEP);
+
+    /**
+     * The documents of a query's first batch, copied as the command handled by this thread needs ({@link #COPY}).
+     * The library updates a document by changing the instance its query returned and putting it back; with H2,
+     * that instance is the one in the map's page, which the background writer may be encoding at that moment (a
+     * {@code ConcurrentModificationException} that closes the store). Every update and findAndModify finds its
+     * documents through {@code queryDocuments}, and its change (AbstractMongoCollection.updateDocument) removes and
+     * puts top-level fields of that instance only, each new value a new object (the new document is built from a
+     * deep copy): a new top-level map per document is enough to keep every instance in a page unchanged once
+     * stored. A find then needs no copy at all; any other command (aggregate, distinct, …) gets a deep copy, as it
+     * may change what it reads.
      */
     static QueryResult detached(QueryResult result) {
+        Copy copy = COPY.get();
+        if (copy == Copy.NONE) {
+            return result;
+        }
         List<Document> copies = new ArrayList<>();
         for (Document document : result) {
-            copies.add(document.cloneDeeply());
+            copies.add(copy == Copy.TOP_LEVEL ? document.clone() : document.cloneDeeply());
         }
         return new QueryResult(copies, result.getCursorId());
     }
