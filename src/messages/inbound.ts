@@ -20,6 +20,7 @@ import { newId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
 import { LRUCache } from "lru-cache";
 import { GroupCommit } from "../store/group-commit.js";
+import { MergedUpdates } from "../store/merged-updates.js";
 import { STATUS_ORDER, type MessageRecord, type MessageStore, type StoredStatus } from "./message-store.js";
 
 /**
@@ -83,10 +84,16 @@ export interface Inbound {
    * refunds. Resolves to the count.
    */
   recover(olderThanMs: number): Promise<number>;
-  /** Waits for the event marks being cleared (graceful shutdown). */
+  /** Writes the follow-ups held (event marks to clear, repeats to count) and waits for them (graceful shutdown). */
   close(): Promise<void>;
   ensureIndexes(): Promise<void>;
 }
+
+/**
+ * How long a message's follow-ups (event marks to clear, repeats to count) wait for more of the same message,
+ * in ms: its sent, delivered and read within this time cost one write for all of them.
+ */
+export const FOLLOW_UP_DELAY_MS = 1000;
 
 const EVENT_OF: Record<string, EventType> = {
   sent: "message.sent",
@@ -170,28 +177,41 @@ export function createInbound(deps: {
     });
   }
 
-  /** Clears `events_pending` marks whose events are stored, many in one bulkWrite. */
-  const publishedMarks = new GroupCommit<{ messageId: string; status: string }, void>(async (items) => {
-    await col.bulkWrite(
-      items.map(({ messageId, status }) => ({ updateOne: { filter: { _id: messageId }, update: { $pull: { events_pending: status } } } })),
-      { ordered: false },
-    );
-    return items.map(() => undefined);
-  }, 500);
-  const clearing = new Set<Promise<void>>();
+  /**
+   * A message's follow-ups: the marks of its events stored since (`events_pending`, cleared) and the repeated
+   * reports since (`duplicate_reports`, counted), held for FOLLOW_UP_DELAY_MS and merged: the clears of a
+   * message's sent, delivered and read, and the network's repeat of the "sent" dispatch recorded, go in one
+   * update when they come within that time; the due messages of many in one bulkWrite. A crash loses what is
+   * held: the marks stay and the sweep fires their events again (the same events, their ids derived), and the
+   * repeats go uncounted.
+   */
+  const followUps = new MergedUpdates<{ published: string[]; duplicates: number }>({
+    delayMs: FOLLOW_UP_DELAY_MS,
+    maxBatch: 1000,
+    merge: (a, b) => ({ published: [...a.published, ...b.published], duplicates: a.duplicates + b.duplicates }),
+    write: async (entries) => {
+      await col.bulkWrite(
+        entries.map(([messageId, { published, duplicates }]) => ({
+          updateOne: {
+            filter: { _id: messageId },
+            update: {
+              ...(published.length ? { $pull: { events_pending: { $in: published } } } : {}),
+              ...(duplicates ? { $inc: { duplicate_reports: duplicates } } : {}),
+            },
+          },
+        })),
+        { ordered: false },
+      );
+    },
+    onError: (err) => logger.warn({ err }, "clearing event marks failed; the sweep fires their events again"),
+  });
   /**
    * Reports this process applied lately ("<message id>:<status>"): a repeat
    * (the network's own "sent" after dispatch recorded it, a redelivered
-   * webhook) is known without a read and only counted, in batches.
+   * webhook) is known without a read and only counted, in the follow-ups.
    */
   const applied = new LRUCache<string, true>({ max: 100_000 });
-  const duplicates = new GroupCommit<string, void>(async (ids) => {
-    await col.bulkWrite(
-      ids.map((id) => ({ updateOne: { filter: { _id: id }, update: { $inc: { duplicate_reports: 1 } } } })),
-      { ordered: false },
-    );
-    return ids.map(() => undefined);
-  }, 500);
+  const countRepeat = (messageId: string) => followUps.add(messageId, { published: [], duplicates: 1 });
   /**
    * Writes conditional updates in two ordered bulkWrites: first each item's
    * `first` update; then, only when some of those matched nothing, every
@@ -233,15 +253,11 @@ export function createInbound(deps: {
     );
     return items.map(() => undefined);
   }, 200);
-  const track = (write: Promise<void>) => {
-    clearing.add(write);
-    void write.catch((err: unknown) => logger.warn({ err }, "batched message write failed; the sweep repairs what it must")).finally(() => clearing.delete(write));
-  };
 
-  /** Fires the event of `status` of `message` (idempotent: its id is derived from both), then clears its mark. */
+  /** Fires the event of `status` of `message` (idempotent: its id is derived from both), then clears its mark (in the follow-ups). */
   async function publishStatus(message: MessageRecord, status: string, occurredAt: Date, error: NetworkErrorInfo | null): Promise<void> {
     await publish(message, { status, occurred_at: occurredAt, error, network_message_id: message.wa_message_id ?? "", dedupe: `status:${message._id}:${status}` });
-    track(publishedMarks.add({ messageId: message._id, status }));
+    followUps.add(message._id, { published: [status], duplicates: 0 });
   }
 
   /** Which message a status report names: ours (echoed by the network) or the network's id. */
@@ -263,8 +279,9 @@ export function createInbound(deps: {
    *   missing (a message cannot be read before it was delivered);
    * - the event: the update adds the status to `events_pending`; the event is
    *   stored (its id derived from message and status), then the mark is
-   *   cleared in a batch. A crash in between leaves the mark, and the sweep
-   *   fires the event: a change never goes without its event.
+   *   cleared with the message's other follow-ups (followUps). A crash in
+   *   between leaves the mark, and the sweep fires the event: a change never
+   *   goes without its event.
    *
    * `set` adds fields to both (a report by our id records the network's id).
    */
@@ -325,8 +342,9 @@ export function createInbound(deps: {
    * after this read), and this process has not applied that status before
    * (`applied`: a repeat in the same batch, or in a later one while the
    * event is being stored). A repeat that another process applied a moment
-   * ago, its event not stored yet, is taken as applied: its event is the
-   * same event (the id is derived), and only its count as a repeat is lost.
+   * ago (its mark not cleared yet: up to FOLLOW_UP_DELAY_MS) is taken as
+   * applied: its event is the same event (the id is derived), and only its
+   * count as a repeat is lost.
    */
   const liveStatuses = new GroupCommit<LiveStatus, { message: MessageRecord | null; changed: boolean }>(async (items) => {
     await writeInTwoPasses(
@@ -430,7 +448,7 @@ export function createInbound(deps: {
         if (await store(row)) await applyInbound(row);
         return;
       }
-      if (report.messageId && applied.has(`${report.messageId}:${report.status}`)) return track(duplicates.add(report.messageId));
+      if (report.messageId && applied.has(`${report.messageId}:${report.status}`)) return countRepeat(report.messageId);
       // Matched by our message id (echoed by the network) or else by the network's id.
       const match = report.messageId ? { _id: report.messageId } : report.networkMessageId ? { wa_message_id: report.networkMessageId } : null;
       if (!match) return;
@@ -439,7 +457,7 @@ export function createInbound(deps: {
       const { message, changed } = await liveStatuses.add({ match, status: report.status, at: report.occurredAt, error, set });
       if (message && changed) return afterStatus(message, report.status, report.occurredAt, error);
       // A duplicate: counted on the message, nothing else changes.
-      if (message) return track(duplicates.add(message._id));
+      if (message) return countRepeat(message._id);
       // Not ours yet (the network may report before dispatch recorded its id): kept and applied by the sweep.
       await store({
         _id: `${report.networkMessageId || report.messageId}:${report.status}`,
@@ -501,7 +519,7 @@ export function createInbound(deps: {
       return done;
     },
     async close() {
-      await Promise.allSettled([...clearing]);
+      await followUps.flush();
     },
     async ensureIndexes() {
       await col.createIndex({ events_pending: 1, updated_at: 1 });
