@@ -95,6 +95,9 @@ export interface Inbound {
  */
 export const FOLLOW_UP_DELAY_MS = 1000;
 
+/** The statuses whose change marks its message until its event is stored (`events_pending`). */
+const MARKED_STATUSES: StatusReport["status"][] = ["sent", "delivered", "read", "failed"];
+
 const EVENT_OF: Record<string, EventType> = {
   sent: "message.sent",
   delivered: "message.delivered",
@@ -503,7 +506,8 @@ export function createInbound(deps: {
         }
       }
       // Status changes whose event a stopped process did not record: fire it now (its id makes a repeat harmless).
-      const unpublished = await col.find({ "events_pending.0": { $exists: true }, updated_at: { $lt: cutoff } }).limit(1000).toArray();
+      // By the events_pending index (an $in on an array's elements, where "events_pending.0" read every message).
+      const unpublished = await col.find({ events_pending: { $in: MARKED_STATUSES }, updated_at: { $lt: cutoff } }).limit(1000).toArray();
       for (const message of unpublished) {
         for (const status of message.events_pending ?? []) {
           const at = message[`${status}_at` as "sent_at"] ?? message.updated_at ?? clock.now();
