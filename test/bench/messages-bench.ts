@@ -12,7 +12,7 @@ import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.j
 import { SendMessageRequestSchema } from "../../gen/messaging/v1/messages_pb.js";
 import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
 import { countsBetween, startCommandCounter, workCommands, type CommandCounts } from "./command-counter.js";
-import { benchProcessEntry, cpuSeconds, loadTable, percentile, rssMiB, runLoad, table, type LoadResult } from "./harness.js";
+import { benchProcessEntry, cpuSeconds, jitCompilerCpuSeconds, loadTable, percentile, rssMiB, runLoad, table, type LoadResult } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -72,7 +72,12 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
   const body = (i: number) => ({ to: `4915${String(100000000 + i)}`, sender: sender!.id, template: { id: template!.id, variables: { name: "Ada", code: String(i) } } });
 
   /** CPU seconds used so far by the service and by the embedded database (undefined where not known). */
-  const cpuOfServiceAndDatabase = () => Promise.all([cpuSeconds(pid), options.databasePid ? cpuSeconds(options.databasePid) : undefined]);
+  const cpuOfServiceAndDatabase = () =>
+    Promise.all([
+      cpuSeconds(pid),
+      options.databasePid ? cpuSeconds(options.databasePid) : undefined,
+      options.databasePid ? jitCompilerCpuSeconds(options.databasePid) : undefined,
+    ]);
   const results: LoadResult[] = [];
   let n = 0;
   const mongo = new MongoClient(options.mongodbUri);
@@ -190,11 +195,11 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
       const measured = results.filter((r) => !r.name.includes("warm-up"));
       return (rate(measured.find((r) => r.name.startsWith(name))) / rate(measured.find((r) => r.name.startsWith("trivial")))).toFixed(2);
     };
-    const cpuMs = (i: 0 | 1) => {
+    const cpuMs = (i: 0 | 1 | 2) => {
       const [was, is] = [cpuBefore[i], cpuAfter[i]];
       return was === undefined || is === undefined ? undefined : ((is - was) * 1000) / sends;
     };
-    const [serviceMs, databaseMs] = [cpuMs(0), cpuMs(1)];
+    const [serviceMs, databaseMs, compilerMs] = [cpuMs(0), cpuMs(1), cpuMs(2)];
     const cores = availableParallelism();
     const cpuLine =
       serviceMs === undefined
@@ -202,7 +207,9 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
         : `CPU per message, from the first measured send until the last was read: service ${serviceMs.toFixed(2)} ms` +
           (databaseMs === undefined
             ? " (the database is not the embedded one: not measured)"
-            : `, embedded database ${databaseMs.toFixed(2)} ms; together ${(serviceMs + databaseMs).toFixed(2)} ms, so ${cores} cores ` +
+            : `, embedded database ${databaseMs.toFixed(2)} ms` +
+              (compilerMs === undefined ? "" : ` (${compilerMs.toFixed(2)} ms of it its JIT compiler, ${(databaseMs - compilerMs).toFixed(2)} ms the rest)`) +
+              `; together ${(serviceMs + databaseMs).toFixed(2)} ms, so ${cores} cores ` +
               `carry at most ${((cores * 1000) / (serviceMs + databaseMs)).toFixed(0)} messages/s through their whole life, clients aside`);
     return [
       `POST /v1/messages, ${options.concurrency} concurrent clients, ${options.callsPerWorker} sends each, own key per client (after a warm-up round of as many REST sends, shown first, left out of the ratios and the command counts)`,
