@@ -88,6 +88,14 @@ export function createPolyglotServer(
       sockets.delete(socket);
     });
   });
+  // httpolyglot marks an HTTP/2 socket's handle as not a stream base before it hands the socket over (for
+  // HTTP/2 over non-socket streams, which this listener never gets), and Node then runs the whole session
+  // through a JavaScript stream wrapper: every frame read and written in JavaScript. The mark goes again
+  // before the HTTP/2 server sees the socket, so the session uses the socket's handle natively; Node reads
+  // the bytes httpolyglot peeked from the socket's buffer first (test/listener.test.ts).
+  server._http2Server.prependListener("connection", (socket: net.Socket & { _handle?: { isStreamBase?: boolean } }) => {
+    if (socket._handle && Object.hasOwn(socket._handle, "isStreamBase")) delete socket._handle.isStreamBase;
+  });
   h1.on("connect", (req: http.IncomingMessage, socket: net.Socket) => {
     const body = JSON.stringify({
       error: { code: "not_found", message: `No route for CONNECT ${req.url ?? ""}: this is not a proxy`, details: { method: "CONNECT" }, request_id: null },
