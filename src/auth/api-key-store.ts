@@ -65,7 +65,7 @@ export interface ApiKeyStore {
   update(id: string, changes: Partial<Pick<ApiKeyRecord, "name" | "ip_allow_list" | "rate_limit_per_min">>): Promise<ApiKeyRecord | null>;
   /** Revokes a key (keeping the first revocation time); null if unknown. */
   revoke(id: string): Promise<ApiKeyRecord | null>;
-  /** Records that keys were used at the given times (never moves a time back). */
+  /** Records that keys were used at the given times (never moves a time back), all in one bulkWrite. */
   recordUse(lastUse: Map<string, Date>): Promise<void>;
   ensureIndexes(): Promise<void>;
 }
@@ -126,8 +126,10 @@ export function createApiKeyStore(db: Db, clock: Clock): ApiKeyStore {
       return collection.findOne({ _id: id });
     },
     async recordUse(lastUse) {
-      await Promise.all(
-        [...lastUse].map(([id, at]) => collection.updateOne({ _id: id }, { $max: { last_used_at: at } })),
+      if (lastUse.size === 0) return;
+      await collection.bulkWrite(
+        [...lastUse].map(([id, at]) => ({ updateOne: { filter: { _id: id }, update: { $max: { last_used_at: at } } } })),
+        { ordered: false },
       );
     },
     async ensureIndexes() {
