@@ -1,3 +1,4 @@
+import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DescMethodUnary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -222,6 +223,57 @@ describe("key cache staleness", () => {
       }, 2000);
       expect(refused.json.error.code).toBe("workspace_suspended");
     } finally {
+      await cached.close();
+    }
+  });
+
+  it("a change written by another process is seen once KEY_CACHE_TTL_MS has passed since it was written", async () => {
+    const cached = await createTestService({ config: { keyCacheTtlMs: 300 } });
+    try {
+      const ws = await cached.createWorkspace();
+      const key = await cached.createKey(ws);
+      for (let i = 0; i < 5; i++) expect((await rest(cached.publicUrl, "GET", "/v1/me", { key: key.secret })).status).toBe(200);
+      // Written to the database directly, as another process would: nothing here is told of it.
+      await cached.service.db.collection("api_keys").updateOne({ _id: key.id } as never, { $set: { revoked_at: new Date() } });
+      await new Promise((resolve) => setTimeout(resolve, 320));
+      const res = await rest(cached.publicUrl, "GET", "/v1/me", { key: key.secret });
+      expect(res.status).toBe(401);
+      expect(res.json.error.code).toBe("key_revoked");
+    } finally {
+      await cached.close();
+    }
+  });
+
+  it("keys first used at the same time are read together: two queries for twenty keys", async () => {
+    const cached = await createTestService({ config: { keyCacheTtlMs: 1000, databaseCommandMetrics: true } });
+    const grpcClient = new grpc.Client(new URL(cached.publicUrl).host, grpc.credentials.createInsecure());
+    try {
+      const ws = await cached.createWorkspace();
+      const keys = await Promise.all(Array.from({ length: 20 }, (_, i) => cached.createKey(ws, { name: `key ${i}` })));
+      const finds: string[] = [];
+      const onCommand = (event: { commandName: string; command: Record<string, unknown> }) => {
+        if (event.commandName === "find") finds.push(String(event.command.find));
+      };
+      cached.service.client.on("commandStarted", onCommand);
+      // Twenty calls on one HTTP/2 connection, sent together: the service sees them at the same instant.
+      const identity = (b: Buffer) => b;
+      const codes = await Promise.all(
+        keys.map(
+          (key) =>
+            new Promise<number>((resolve) => {
+              const md = new grpc.Metadata();
+              md.set("authorization", `Bearer ${key.secret}`);
+              grpcClient.makeUnaryRequest("/messaging.v1.AccountService/GetMe", identity, identity, Buffer.alloc(0), md, (err) => resolve(err?.code ?? 0));
+            }),
+        ),
+      );
+      cached.service.client.off("commandStarted", onCommand);
+      expect(codes).toEqual(keys.map(() => grpc.status.OK));
+      // One read for the twenty keys (or one for the first and one for the rest asked for while it ran), not twenty.
+      expect(finds.filter((c) => c === "api_keys").length).toBeLessThanOrEqual(2);
+      expect(finds.filter((c) => c === "workspaces").length).toBeLessThanOrEqual(2);
+    } finally {
+      grpcClient.close();
       await cached.close();
     }
   });

@@ -1,4 +1,5 @@
 import { LRUCache } from "lru-cache";
+import { GroupCommit } from "../store/group-commit.js";
 import type { Clock } from "../shared/clock.js";
 import { refusal, type DescribedError } from "../shared/errors.js";
 import type { Logger } from "../shared/logger.js";
@@ -46,7 +47,8 @@ export interface Admission {
  * 1. The Authorization header must be `Bearer <secret>`; missing or malformed
  *    is invalid_key with a message saying what is wrong.
  * 2. The key is looked up by the SHA-256 of the secret, through a cache that
- *    holds answers (found or not) for KEY_CACHE_TTL_MS, so a revocation,
+ *    holds answers (found or not) until the end of the KEY_CACHE_TTL_MS
+ *    period they were read in (look-ups made together read together), so a revocation,
  *    expiry or suspension takes effect within a second everywhere (at once in
  *    the process that revoked the key: forget).
  * 3. Refusals in the spec's order: invalid_key, key_revoked, key_expired,
@@ -63,29 +65,43 @@ export interface Admission {
  * The scope check needs the method and runs later, in scopeInterceptor.
  */
 export function createAdmission(options: AdmissionOptions): Admission {
+  const ttl = options.keyCacheTtlMs;
   const cache =
-    options.keyCacheTtlMs > 0
+    ttl > 0
       ? new LRUCache<string, { key: CachedKey | null }>({
           max: 50_000,
-          ttl: options.keyCacheTtlMs,
-          fetchMethod: async (hash) => ({ key: await load(hash) }),
+          ttl,
+          fetchMethod: async (hash, _stale, { options: entry }) => {
+            // Every entry read in one period of the TTL expires at its end: the keys in use are read again
+            // together, and their reads share batches (loads), where each key's own expiry spread them out.
+            // A change is still seen within the TTL of when it was made.
+            const periodEnd = Math.floor(Date.now() / ttl) * ttl + ttl;
+            const key = await loads.add(hash);
+            entry.ttl = Math.max(1, periodEnd - Date.now());
+            return { key };
+          },
         })
       : undefined;
   const lastUse = new Map<string, Date>();
+  /** Key look-ups asked for while one is read go into the next read (two queries of keys, one of workspaces). */
+  const loads = new GroupCommit<string, CachedKey | null>(loadMany, 500);
 
-  async function load(hash: string): Promise<CachedKey | null> {
-    const record = await options.keys.findBySecretHash(hash);
-    if (!record) return null;
-    const workspace = await options.workspaces.get(record.workspace_id);
-    return {
-      record,
-      ranges: record.ip_allow_list.map(parseIpRange).filter((r): r is IpRange => r !== undefined),
-      workspaceSuspended: workspace?.status !== "active",
-    };
+  async function loadMany(hashes: string[]): Promise<(CachedKey | null)[]> {
+    const records = await options.keys.findBySecretHashes(hashes);
+    const workspaces = records.size ? await options.workspaces.getMany([...records.values()].map((r) => r.workspace_id)) : new Map();
+    return hashes.map((hash) => {
+      const record = records.get(hash);
+      if (!record) return null;
+      return {
+        record,
+        ranges: record.ip_allow_list.map(parseIpRange).filter((r): r is IpRange => r !== undefined),
+        workspaceSuspended: workspaces.get(record.workspace_id)?.status !== "active",
+      };
+    });
   }
 
   async function lookUp(hash: string): Promise<CachedKey | null> {
-    if (!cache) return load(hash);
+    if (!cache) return loads.add(hash);
     return (await cache.fetch(hash))?.key ?? null;
   }
 

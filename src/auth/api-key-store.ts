@@ -51,6 +51,11 @@ export interface ApiKeyStore {
   /** The key whose secret (or previous secret, after a roll) hashes to `secretHash`, or null. */
   findBySecretHash(secretHash: string): Promise<ApiKeyRecord | null>;
   /**
+   * The keys of many secret hashes at once (findBySecretHash for each, in two
+   * queries at most): hash → key, hashes of no key left out.
+   */
+  findBySecretHashes(secretHashes: string[]): Promise<Map<string, ApiKeyRecord>>;
+  /**
    * Rolls a key that is not revoked: a new secret replaces the current one,
    * which becomes the previous secret until `previousExpiresAt` (null: it
    * stops at once). Returns the record after the roll and the new secret, or
@@ -73,6 +78,20 @@ export interface ApiKeyStore {
 /** Creates the API key store over `db`. */
 export function createApiKeyStore(db: Db, clock: Clock): ApiKeyStore {
   const collection = db.collection<ApiKeyRecord>("api_keys");
+  // Two queries, each an $in on exactly an index's key (every MongoDB-wire server plans those by the index);
+  // the second only for hashes the first did not find (a secret replaced by a roll, or no key).
+  async function findBySecretHashes(secretHashes: string[]): Promise<Map<string, ApiKeyRecord>> {
+    const found = new Map<string, ApiKeyRecord>();
+    const wanted = [...new Set(secretHashes)];
+    for (const record of await collection.find({ secret_hash: { $in: wanted } }, { batchSize: wanted.length }).toArray()) found.set(record.secret_hash, record);
+    const rest = wanted.filter((hash) => !found.has(hash));
+    if (rest.length === 0) return found;
+    for (const record of await collection.find({ previous_secret_hash: { $in: rest } }, { batchSize: rest.length }).toArray()) {
+      if (record.previous_secret_hash) found.set(record.previous_secret_hash, record);
+    }
+    return found;
+  }
+
   return {
     collection,
     async create(input) {
@@ -94,9 +113,8 @@ export function createApiKeyStore(db: Db, clock: Clock): ApiKeyStore {
       await collection.insertOne(record);
       return { record, secret };
     },
-    // Two queries, each exactly an index's key (every MongoDB-wire server plans those by the index).
-    findBySecretHash: async (secretHash) =>
-      (await collection.findOne({ secret_hash: secretHash })) ?? (await collection.findOne({ previous_secret_hash: secretHash })),
+    findBySecretHash: async (secretHash) => (await findBySecretHashes([secretHash])).get(secretHash) ?? null,
+    findBySecretHashes,
     async roll(id, previousExpiresAt) {
       const current = await collection.findOne({ _id: id, revoked_at: null });
       if (!current) return null;

@@ -28,6 +28,8 @@ export interface WorkspaceStore {
   create(input: { name: string; credits: number; demo?: boolean }): Promise<WorkspaceRecord>;
   /** The workspace with `id`, or null. */
   get(id: string): Promise<WorkspaceRecord | null>;
+  /** The workspaces with these ids, by id (unknown ids left out), in one query. */
+  getMany(ids: string[]): Promise<Map<string, WorkspaceRecord>>;
   /** The demo workspace, or null. */
   findDemo(): Promise<WorkspaceRecord | null>;
   /** Workspaces newest first. */
@@ -59,6 +61,11 @@ export function createWorkspaceStore(db: Db, clock: Clock, creditStore: Pick<Cre
       return record;
     },
     get: (id) => collection.findOne({ _id: id }),
+    async getMany(ids) {
+      const wanted = [...new Set(ids)];
+      const found = await collection.find({ _id: { $in: wanted } }, { batchSize: wanted.length }).toArray();
+      return new Map(found.map((w) => [w._id, w]));
+    },
     findDemo: () => collection.findOne({ demo: true }),
     list: (page) => listPage(collection, {}, page),
     setStatus: (id, status) =>
