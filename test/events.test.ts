@@ -36,6 +36,24 @@ describe("event publication (spec §Webhook event envelope)", () => {
     expect(other._id).not.toBe(first._id);
   });
 
+  it("an occurrence with its time gets an id that starts with that time: the same on every publish, sorting by it", async () => {
+    const messageCreatedAt = new Date("2026-03-01T10:00:00.123Z");
+    const publish = (n: number, key: string, at = messageCreatedAt) =>
+      t.service.events.publish({ workspaceId, type: "message.sent", data: { n }, dedupeKey: key, dedupeAt: at });
+    const first = await publish(1, "status:msg_a:sent");
+    const again = await publish(2, "status:msg_a:sent");
+    expect(again._id).toBe(first._id);
+    expect(again.body).toBe(first.body);
+    // Version 8: 48 bits of the time in ms, then bits of a hash of the name.
+    expect(first._id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(first._id.replace("-", "").slice(0, 12)).toBe(messageCreatedAt.getTime().toString(16).padStart(12, "0"));
+    const delivered = await publish(3, "status:msg_a:delivered");
+    expect(delivered._id).not.toBe(first._id);
+    expect(delivered._id.slice(0, 13)).toBe(first._id.slice(0, 13));
+    const later = await publish(4, "status:msg_b:sent", new Date(messageCreatedAt.getTime() + 1));
+    expect([later._id, first._id].sort()).toEqual([first._id, later._id]);
+  });
+
   it("derives stable version-5 UUIDs from names", () => {
     expect(uuidFromName("a")).toBe(uuidFromName("a"));
     expect(uuidFromName("a")).not.toBe(uuidFromName("b"));

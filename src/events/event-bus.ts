@@ -1,7 +1,7 @@
 import type { Collection, Db } from "mongodb";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Clock } from "../shared/clock.js";
-import { newId, uuidFromName } from "../shared/ids.js";
+import { newId, time48Of, uuidFromName, uuidFromTimeAndName } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
 import { groupInserts } from "../store/insert-each.js";
 
@@ -40,6 +40,14 @@ export interface NewEvent {
    * id and no second event. Unset: every call is a new event.
    */
   dedupeKey?: string;
+  /**
+   * With `dedupeKey`: the time the occurrence belongs to, the same on every
+   * retry (for a message's status, the message's creation time). The event
+   * id then starts with its milliseconds (uuidFromTimeAndName), so that
+   * events go to the right edge of the `_id` index; without it the id is a
+   * version 5 UUID of the key alone, a random place in that index.
+   */
+  dedupeAt?: Date;
 }
 
 /** The event types of the spec's table (§Events). */
@@ -94,9 +102,10 @@ export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
   const inserts = groupInserts(collection);
   return {
     collection,
-    async publish({ workspaceId, type, data, dedupeKey }) {
+    async publish({ workspaceId, type, data, dedupeKey, dedupeAt }) {
       const createdAt = clock.now();
-      const id = dedupeKey ? uuidFromName(`${workspaceId}:${dedupeKey}`) : newId(undefined, createdAt);
+      const name = `${workspaceId}:${dedupeKey}`;
+      const id = !dedupeKey ? newId(undefined, createdAt) : dedupeAt ? uuidFromTimeAndName(time48Of(dedupeAt), name) : uuidFromName(name);
       const body = JSON.stringify({ id, type, created_at: createdAt.toISOString(), data });
       const event: StoredEvent = { _id: id, workspace_id: workspaceId, type, created_at: createdAt, data, body };
       const afterwards = [];

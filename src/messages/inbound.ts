@@ -171,6 +171,7 @@ export function createInbound(deps: {
       type: EVENT_OF[row.status] as EventType,
       data: toRestJson(MessageEventDataSchema, data),
       dedupeKey: row.dedupe, // a report applied again after a crash fires no second event
+      dedupeAt: message.created_at,
     });
   }
 

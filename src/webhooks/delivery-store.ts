@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { uuidFromTimeAndName } from "../shared/ids.js";
 import { MongoBulkWriteError, type Collection, type Db, type OptionalUnlessRequiredId } from "mongodb";
 import type { AttemptErrorKind } from "./http-sender.js";
 
@@ -106,9 +106,7 @@ export interface AttemptRecord {
  * and endpoint_id, not by recomputing their id.)
  */
 export function deliveryId(eventId: string, endpointId: string): string {
-  const hex = createHash("sha256").update(`${eventId}/${endpointId}`).digest("hex");
-  const variant = ((parseInt(hex[16] as string, 16) & 0x3) | 0x8).toString(16);
-  return `dlv_${eventId.slice(0, 8)}-${eventId.slice(9, 13)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+  return `dlv_${uuidFromTimeAndName(eventId.slice(0, 8) + eventId.slice(9, 13), `${eventId}/${endpointId}`)}`;
 }
 
 /** Id of automatic attempt `n` (also of its claim). */
