@@ -22,12 +22,15 @@ export function newId(prefix?: IdPrefix, at?: Date): string {
 }
 
 /**
- * A request id: `req_` and 24 hex characters (96 random bits, from the
- * pooled randomness randomUUID draws on); sent back as Request-Id.
+ * A request id: `req_` and 24 hex characters, the first 12 the time in ms
+ * (as in a version 7 UUID) and the other 12 random (48 bits, from the pooled
+ * randomness randomUUID draws on); sent back as Request-Id. Time-ordered
+ * like newId, so the request log's rows (keyed by it) are appended to its
+ * `_id` index rather than each written to a random page of it.
  */
 export function newRequestId(): string {
   const uuid = randomUUID();
-  return `req_${uuid.slice(0, 8)}${uuid.slice(9, 13)}${uuid.slice(15, 18)}${uuid.slice(20, 23)}${uuid.slice(24, 30)}`;
+  return `req_${time48Of(new Date())}${uuid.slice(24, 36)}`;
 }
 
 /** The namespace of this service's name-based UUIDs (a fixed random UUID; never change it: stored ids derive from it). */
