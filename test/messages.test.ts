@@ -15,7 +15,7 @@ let senderId: string;
 let templateId: string;
 
 beforeAll(async () => {
-  t = await createTestService({ config: { ...FAST_MESSAGING, logLevel: "error" } });
+  t = await createTestService({ config: { ...FAST_MESSAGING, logLevel: "error", databaseCommandMetrics: true } });
   workspaceId = await t.createWorkspace("Messages", 100);
   key = await t.createKey(workspaceId, { scopes: ["messages:send", "messages:read", "senders:read", "templates:read"] });
   senderId = await createSender(t, workspaceId);
@@ -137,6 +137,12 @@ describe("POST /v1/messages over REST", () => {
   });
 
   it("ignores reports that arrive twice", async () => {
+    // Every update of messages written meanwhile, to count the message's follow-ups (marks cleared, repeats counted).
+    const updates: { q: Record<string, unknown>; u: Record<string, unknown> }[] = [];
+    const onCommand = (event: { commandName: string; command: Record<string, unknown> }) => {
+      if (event.commandName === "update" && event.command.update === "messages") updates.push(...(event.command.updates as typeof updates));
+    };
+    t.service.client.on("commandStarted", onCommand);
     const res = await send("4915123459995"); // simulator: every report twice
     await reach(res.json.message_id, "read");
     // Each of the three reports came twice, and "sent" a third time from dispatch itself: four duplicates.
@@ -147,6 +153,17 @@ describe("POST /v1/messages over REST", () => {
     expect([...stored.reports].sort()).toEqual(["delivered", "read", "sent"]);
     expect(stored.status).toBe("read");
     expect((await eventsOf(res.json.message_id)).map((e) => e.type).sort()).toEqual(["message.delivered", "message.read", "message.sent"]);
+    await eventually(async () => ((await t.service.db.collection("messages").findOne({ _id: res.json.message_id }))?.events_pending?.length === 0 ? true : undefined));
+    t.service.client.off("commandStarted", onCommand);
+    // Three marks cleared and four repeats counted, all within a second (FOLLOW_UP_DELAY_MS): merged into one
+    // update (two if the machine stalled across the second), not seven.
+    const followUps = updates.filter((op) => op.q._id === res.json.message_id && Object.keys(op.q).length === 1);
+    expect(followUps.length).toBeGreaterThanOrEqual(1);
+    expect(followUps.length).toBeLessThanOrEqual(2);
+    const cleared = followUps.flatMap((op) => (op.u as { $pull?: { events_pending: { $in: string[] } } }).$pull?.events_pending.$in ?? []);
+    const counted = followUps.reduce((sum, op) => sum + ((op.u as { $inc?: { duplicate_reports: number } }).$inc?.duplicate_reports ?? 0), 0);
+    expect(cleared.sort()).toEqual(["delivered", "read", "sent"]);
+    expect(counted).toBe(4);
   });
 
   it("stops at delivered when the recipient has read receipts off", async () => {
