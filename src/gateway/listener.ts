@@ -94,7 +94,7 @@ export function createPolyglotServer(
   // before the HTTP/2 server sees the socket, so the session uses the socket's handle natively; Node reads
   // the bytes httpolyglot peeked from the socket's buffer first (test/listener.test.ts).
   server._http2Server.prependListener("connection", (socket: net.Socket & { _handle?: { isStreamBase?: boolean } }) => {
-    if (socket._handle && Object.hasOwn(socket._handle, "isStreamBase")) delete socket._handle.isStreamBase;
+    if (socket._handle && Object.hasOwn(socket._handle, "isStreamBase")) Reflect.deleteProperty(socket._handle, "isStreamBase");
   });
   h1.on("connect", (req: http.IncomingMessage, socket: net.Socket) => {
     const body = JSON.stringify({
