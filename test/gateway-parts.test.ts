@@ -10,6 +10,8 @@ import { mergeServices, registerService } from "../src/gateway/services.js";
 import { AccountService } from "../gen/messaging/v1/account_pb.js";
 import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { RE2JS } from "@bufbuild/re2";
+import { matchRegex } from "../src/gateway/validation.js";
 
 describe("path templates (google/api/http.proto grammar)", () => {
   it("matches literals and single-segment variables", () => {
@@ -162,5 +164,38 @@ describe("mergeServices", () => {
     expect(() => mergeServices([registerService(AccountService, { getMe }), registerService(AccountService, { getMe })])).toThrow(
       "messaging.v1.AccountService.getMe is registered twice",
     );
+  });
+});
+
+describe("the rules' regex matcher (RE2 syntax, matched by RegExp where both read it alike)", () => {
+  // The schema's patterns (proto/**: CEL matches()), and RE2 syntax that RegExp reads otherwise or not at all.
+  const patterns = [
+    "^[1-9][0-9]{7,14}$",
+    "^snd_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+    "[^ \t\r\n\f\v]",
+    "^[ -~]*$",
+    "^[0-9]{1,30}$",
+    "[\n\r\t]|     ",
+    "[/\\\\\\x00-\\x1f\\x7f]",
+    "^[a-z0-9][a-z0-9!#$&^_.+-]*/[a-z0-9][a-z0-9!#$&^_.+-]*$",
+    "^[a-z]{2,3}(_[A-Z]{2})?$",
+    "a.b",
+    "(?i)^abc$",
+    "^\\pL+$",
+    "^\\s$",
+    "^a\\z",
+  ];
+  const texts = ["", "4915123456789", "0123", "snd_0b6f2c1e-8d1c-4c8e-9a55-3f1d2b7c9e10", " \t ", "x", "a\rb", "a\u2028b", "a\nb", "ABC", "abc", "😀", "é", "text/plain", "a/b\u0001", "en_US", "tab\there", "five     spaces", "\u00a0", "a"];
+
+  it("answers as RE2 does, for every pattern and text", () => {
+    for (const pattern of patterns) {
+      const re2 = RE2JS.compile(pattern);
+      for (const text of texts) expect([pattern, text, matchRegex(pattern, text)]).toEqual([pattern, text, re2.test(text)]);
+    }
+  });
+
+  it("refuses a pattern that is not RE2 syntax, though RegExp reads it", () => {
+    expect(() => matchRegex("a(?=b)", "ab")).toThrow();
+    expect(() => matchRegex("(a)\\1", "aa")).toThrow();
   });
 });

@@ -2,6 +2,7 @@ import { createRegistry, isFieldSet, type DescMessage, type MessageShape } from 
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
 import type { Path } from "@bufbuild/protobuf/reflect";
 import { createValidator, type Violation } from "@bufbuild/protovalidate";
+import { RE2JS } from "@bufbuild/re2";
 import type { Interceptor } from "@connectrpc/connect";
 import { file_messaging_v1_field_rules } from "../../gen/messaging/v1/field_rules_pb.js";
 import { violationsError, type FieldViolation } from "../shared/errors.js";
@@ -15,7 +16,52 @@ import { violationsError, type FieldViolation } from "../shared/errors.js";
  * template) stay in the services, checked after these.
  */
 
-const validator = createValidator({ registry: createRegistry(file_messaging_v1_field_rules) });
+/** Compiled matchers by pattern (the schema's patterns: a fixed, small set). */
+const matchers = new Map<string, (against: string) => boolean>();
+
+/**
+ * The regex matcher of the rules (CEL `matches()`, `string.pattern`): RE2
+ * syntax, as protovalidate's contract says and every language's validator of
+ * these protos reads it, so each pattern is compiled by RE2 once (one RE2
+ * refuses is refused here too), then matched by the platform's RegExp with
+ * the `u` flag (code points, as RE2 matches), which is several times faster
+ * than the RE2 port and allocates nothing per match (the port's DFA made a
+ * Set per step: 7% of the service's allocation under the send benchmark).
+ * Every pattern comes from the schema (proto/), never from input, as with
+ * protovalidate's own fixed formats, which it matches with RegExp for the
+ * same reason. A pattern in RE2 syntax the platform reads otherwise or not at
+ * all (`(?i)`, `\pL`, `\z`) is matched by RE2.
+ *
+ * @throws Error (RE2's) for a pattern that is not RE2 syntax: a mistake in the protos, answered as `internal`.
+ */
+export function matchRegex(pattern: string, against: string): boolean {
+  let match = matchers.get(pattern);
+  if (!match) {
+    const re2 = RE2JS.compile(pattern);
+    const platform = platformReads(pattern) ? new RegExp(pattern, "u") : null;
+    match = platform ? (text) => platform.test(text) : (text) => re2.test(text);
+    if (matchers.size >= 1024) matchers.clear(); // bounded, as protovalidate's own cache, should a rule build patterns
+    matchers.set(pattern, match);
+  }
+  return match(against);
+}
+
+/**
+ * Whether RegExp (with `u`) reads `pattern` as RE2 does: plain syntax only. No dot (RE2's matches a line
+ * end other than \n), no "(?" (flags, named groups), no POSIX class "[:", and of the escapes only \t \n \r
+ * \f \v \d, \xHH and escaped punctuation; then what RegExp compiles.
+ */
+function platformReads(pattern: string): boolean {
+  if (/\.|\(\?|\[:/.test(pattern) || /\\(?![tnrfvd]|x[0-9A-Fa-f]{2}|[^A-Za-z0-9])/.test(pattern)) return false;
+  try {
+    new RegExp(pattern, "u");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const validator = createValidator({ registry: createRegistry(file_messaging_v1_field_rules), regexMatch: matchRegex });
 
 /**
  * A request field as errors name it: snake_case proto names joined by ".",
