@@ -181,6 +181,12 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     },
   });
 
+  /** A new top-up of `amount` credits: its operation id and pending operation. */
+  const newTopUp = (amount: number, note: string | null): { opId: string; op: PendingOperation } => ({
+    opId: `top_up:${newId()}`,
+    op: { kind: "top_up", amount, message_id: null, note, at: clock.now() },
+  });
+
   /** Reserves one spend alone: the conditional update, or the reservation an earlier attempt of the same message made. */
   async function reserveAlone({ workspaceId, opId, op }: SpendRequest): Promise<Reservation | null> {
     const after = await apply(workspaceId, opId, op, { credit_balance: { $gte: -op.amount } });
@@ -221,7 +227,11 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
   /** Spends requested while a reservation is being written go into the next one: one update per workspace per batch. */
   const spends = new GroupCommit<SpendRequest, Reservation | null>(async (requests) => {
     const byWorkspace = new Map<string, number[]>();
-    requests.forEach((r, i) => byWorkspace.set(r.workspaceId, [...(byWorkspace.get(r.workspaceId) ?? []), i]));
+    requests.forEach((r, i) => {
+      const indexes = byWorkspace.get(r.workspaceId);
+      if (indexes) indexes.push(i);
+      else byWorkspace.set(r.workspaceId, [i]);
+    });
     const results: (Reservation | null)[] = [];
     await Promise.all(
       [...byWorkspace].map(async ([workspaceId, indexes]) => {
@@ -275,13 +285,11 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     },
     opening(amount) {
       if (amount <= 0) return { fields: { credit_balance: amount }, settle: async () => {} };
-      const opId = `top_up:${newId()}`;
-      const op: PendingOperation = { kind: "top_up", amount, message_id: null, note: "opening balance", at: clock.now() };
+      const { opId, op } = newTopUp(amount, "opening balance");
       return { fields: { credit_balance: amount, credit_ops: { [opId]: op } }, settle: (workspaceId) => settle(workspaceId, opId, amount) };
     },
     async topUp(workspaceId, amount, note) {
-      const opId = `top_up:${newId()}`;
-      const op: PendingOperation = { kind: "top_up", amount, message_id: null, note, at: clock.now() };
+      const { opId, op } = newTopUp(amount, note);
       const after = await apply(workspaceId, opId, op);
       if (!after) return null;
       const entry = entryOf(workspaceId, opId, op, after.credit_balance);
