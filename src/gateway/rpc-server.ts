@@ -1,5 +1,6 @@
 import type net from "node:net";
 import ipaddr from "ipaddr.js";
+import { LRUCache } from "lru-cache";
 import { Code, ConnectError, createConnectRouter, createContextValues, type ContextValues, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import {
@@ -124,9 +125,26 @@ export function clientAddressOf(req: NodeRequest, trustForwardedFor: boolean): s
   if (trustForwardedFor) {
     const header = req.headers["x-forwarded-for"];
     const last = (Array.isArray(header) ? header.join(",") : header ?? "").split(",").pop()?.trim();
-    if (last && ipaddr.isValid(last)) address = last;
+    if (last && normalAddress(last) !== undefined) address = last;
   }
-  return ipaddr.isValid(address) ? ipaddr.process(address).toString() : address;
+  return normalAddress(address) ?? address;
+}
+
+/** Addresses read lately, as written → normal form ("" for text that is no address). */
+const normalAddresses = new LRUCache<string, string>({ max: 10_000 });
+
+/**
+ * The normal form of an IP address (IPv4-mapped IPv6 unwrapped), or
+ * undefined when `text` is none. A client's address repeats on each of its
+ * requests, so the parse (ipaddr.js) is kept for the next.
+ */
+function normalAddress(text: string): string | undefined {
+  let normal = normalAddresses.get(text);
+  if (normal === undefined) {
+    normal = ipaddr.isValid(text) ? ipaddr.process(text).toString() : "";
+    normalAddresses.set(text, normal);
+  }
+  return normal === "" ? undefined : normal;
 }
 
 /**
