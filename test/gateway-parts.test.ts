@@ -9,7 +9,11 @@ import { minimalGrpcMessage } from "../src/gateway/rpc-server.js";
 import { mergeServices, registerService } from "../src/gateway/services.js";
 import { AccountService } from "../gen/messaging/v1/account_pb.js";
 import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
-import { Code, ConnectError } from "@connectrpc/connect";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { createRestGateway } from "../src/gateway/rest-gateway.js";
+import type { RequestState } from "../src/gateway/request-state.js";
 import { RE2JS } from "@bufbuild/re2";
 import { matchRegex } from "../src/gateway/validation.js";
 
@@ -197,5 +201,60 @@ describe("the rules' regex matcher (RE2 syntax, matched by RegExp where both rea
   it("refuses a pattern that is not RE2 syntax, though RegExp reads it", () => {
     expect(() => matchRegex("a(?=b)", "ab")).toThrow();
     expect(() => matchRegex("(a)\\1", "aa")).toThrow();
+  });
+});
+
+describe("the REST gateway's call context", () => {
+  /** A gateway of AccountService whose GetMe is `getMe`, served by node:http on a random port. */
+  async function serve(getMe: (context: HandlerContext) => Promise<object>) {
+    const gateway = createRestGateway({
+      services: [registerService(AccountService, { getMe: (_req: unknown, context: HandlerContext) => getMe(context) })],
+      interceptors: [],
+    });
+    const server = http.createServer((req, res) => {
+      const state = { requestId: "req_test", setHeader: (name: string, value: string) => res.setHeader(name, value) } as unknown as RequestState;
+      void gateway.handle(req, res, state);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/me` };
+  }
+
+  it("gives the handler the request headers and writes the response headers it sets", async () => {
+    const { server, url } = await serve(async (context) => {
+      context.responseHeader.set("x-seen", context.requestHeader.get("x-probe") ?? "none");
+      return { accountId: "acc" };
+    });
+    try {
+      const res = await fetch(url, { headers: { "x-probe": "hello" } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-seen")).toBe("hello");
+      expect(await res.json()).toMatchObject({ account_id: "acc" });
+    } finally {
+      server.close();
+    }
+  });
+
+  it("aborts the handler's signal when the client goes away, read before or after", async () => {
+    const aborted: boolean[] = [];
+    let calls = 0;
+    const { server, url } = await serve(async (context) => {
+      const early = calls++ === 0;
+      const signal = early ? context.signal : undefined; // the first call reads the signal at once, the second once the client left
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      aborted.push((signal ?? context.signal).aborted);
+      return {};
+    });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const gone = new AbortController();
+        const answer = fetch(url, { signal: gone.signal }).catch((err: Error) => err.name);
+        setTimeout(() => gone.abort(), 100);
+        expect(await answer).toBe("AbortError");
+        await new Promise((resolve) => setTimeout(resolve, 400));
+      }
+      expect(aborted).toEqual([true, true]);
+    } finally {
+      server.close();
+    }
   });
 });
