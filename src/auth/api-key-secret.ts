@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import { crc32 } from "node:zlib";
 
 /** Every API key secret starts with this prefix. */
@@ -71,7 +71,7 @@ export function isWellFormedSecret(secret: string): boolean {
 
 /** The stored form of a secret: lowercase hex SHA-256 (DESIGN.md §7). */
 export function hashSecret(secret: string): string {
-  return createHash("sha256").update(secret).digest("hex");
+  return hash("sha256", secret, "hex");
 }
 
 /** What the console shows to recognise a key: "sk_" and the next four characters. */

@@ -219,6 +219,11 @@ function writeGrpcError(req: NodeRequest, res: NodeResponse, state: RequestState
   res.end();
 }
 
+/** True for the content types of gRPC and gRPC-Web (application/grpc…). */
+function isGrpcType(contentType: string | undefined): boolean {
+  return contentType?.startsWith("application/grpc") ?? false;
+}
+
 function protocolOf(contentType: string | undefined): Protocol {
   const type = contentType ?? "";
   if (type.startsWith("application/grpc-web")) return "grpc-web";
@@ -343,7 +348,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       receivedAt: new Date(),
       startedAt: process.hrtime.bigint(),
       // gRPC by its content type even on a path nobody serves, so that its answer is a gRPC status.
-      protocol: isRpc || /^application\/grpc/.test(req.headers["content-type"] ?? "") ? protocolOf(req.headers["content-type"]) : httpRoute ? "http" : "rest",
+      protocol: isRpc || isGrpcType(req.headers["content-type"]) ? protocolOf(req.headers["content-type"]) : httpRoute ? "http" : "rest",
       httpMethod: req.method ?? "GET",
       path,
       clientAddress: clientAddressOf(req, options.trustForwardedFor),
@@ -418,7 +423,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         return;
       }
       if (options.admit) await options.admit(state, req);
-      if (!isRpc && /^application\/grpc/.test(req.headers["content-type"] ?? "")) {
+      if (!isRpc && isGrpcType(req.headers["content-type"])) {
         // A gRPC call of a method this port does not serve: the refusal of its key if any, else unimplemented.
         writeGrpcError(req, res, state, state.refusal ? toConnectError(state.refusal) : apiError("unimplemented", `The method ${path} does not exist on this service`, { method: path }));
         return;

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { Clock } from "../shared/clock.js";
 import { apiError, isDuplicateKeyError } from "../shared/errors.js";
@@ -39,7 +39,7 @@ export function fingerprintOf(value: unknown): string {
     v && typeof v === "object" && !Array.isArray(v)
       ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]))
       : v;
-  return createHash("sha256").update(JSON.stringify(canonical(value))).digest("hex");
+  return hash("sha256", JSON.stringify(canonical(value)), "hex");
 }
 
 /** The rule an Idempotency-Key must meet, as said in errors. */

@@ -56,7 +56,10 @@ export interface RequestLogOptions {
 /** The request log: rows are buffered and written in batches. */
 export interface RequestLog {
   readonly collection: Collection<RequestLogRow>;
-  /** Buffers a row (its expires_at is set from the retention); it is written within flushMs. */
+  /**
+   * Buffers a row, written within flushMs. The log takes the object over: it
+   * sets its expires_at (from the retention) and stores it as it is.
+   */
   record(row: Omit<RequestLogRow, "expires_at">): void;
   /** Writes everything buffered now. */
   flush(): Promise<void>;
@@ -125,7 +128,9 @@ export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog
   return {
     collection,
     record(row) {
-      buffer.push({ ...row, expires_at: new Date(row.at.getTime() + options.retentionMs) });
+      const stored = row as RequestLogRow; // the row is the log's from here on: completed in place, not copied
+      stored.expires_at = new Date(row.at.getTime() + options.retentionMs);
+      buffer.push(stored);
       if (buffer.length >= batchSize) void flush();
       else schedule();
     },

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
+import { hash, randomUUID } from "node:crypto";
 import { v5 as uuidv5, v7 as uuidv7 } from "uuid";
 
 /** Readable prefixes of resource ids (DESIGN.md §3). */
@@ -57,7 +57,7 @@ export function uuidFromName(name: string): string {
  * lands on a random page of it.
  */
 export function uuidFromTimeAndName(time48: string, name: string): string {
-  const hex = createHash("sha256").update(name).digest("hex");
+  const hex = hash("sha256", name, "hex");
   const variant = ((parseInt(hex[16] as string, 16) & 0x3) | 0x8).toString(16);
   return `${time48.slice(0, 8)}-${time48.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
