@@ -30,6 +30,15 @@ describe("per-key rate limit (spec §Limits)", () => {
       remaining.push(res.headers.get("ratelimit-remaining") as string);
     }
     expect(remaining).toEqual(["2", "1", "0"]);
+    // The shared window, created by its first lease: the whole budget granted, expiring one window after its end.
+    const window = await t.service.db.collection("rate_windows").findOne({ _id: `key:${key.id}|${Date.parse("2026-11-23T10:00:00.000Z")}` as never });
+    expect(window).toMatchObject({
+      subject: `key:${key.id}`,
+      count: 3,
+      window_start: new Date("2026-11-23T10:00:00.000Z"),
+      expires_at: new Date("2026-11-23T10:02:00.000Z"),
+    });
+    expect(window?.holders).toHaveLength(1);
 
     const refused = await rest(t.publicUrl, "GET", "/v1/me", { key: key.secret });
     expect(refused.status).toBe(429);

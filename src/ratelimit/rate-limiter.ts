@@ -100,27 +100,33 @@ export function createRateLimiter(db: Db, clock: Clock, windowMs = WINDOW_MS): R
     holders: number;
   }
 
-  /** Takes up to `wanted` requests of the window from the shared counter. */
+  /**
+   * Takes up to `wanted` requests of the window from the shared counter: one
+   * conditional upsert (a new window is created by its first lease); when it
+   * finds the window with less left than wanted, it reads what is left and
+   * asks for that.
+   */
   async function take(subject: string, start: number, limit: number, wanted: number): Promise<Taken> {
     const id = `${subject}|${start}`;
     let n = wanted;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const updated = await collection.findOneAndUpdate(
-        { _id: id, count: { $lte: limit - n } },
-        { $inc: { count: n }, $addToSet: { holders: processId } },
-        { returnDocument: "after" },
-      );
-      if (updated) return { granted: n, count: updated.count, holders: updated.holders.length };
-      const current = await collection.findOne({ _id: id });
-      if (!current) {
-        try {
-          await collection.insertOne({ _id: id, subject, window_start: new Date(start), count: n, holders: [processId], expires_at: new Date(start + 2 * windowMs) });
-          return { granted: n, count: n, holders: 1 };
-        } catch (err) {
-          if (!isDuplicateKeyError(err)) throw err;
-          continue; // another process created the window first
-        }
+      try {
+        const updated = await collection.findOneAndUpdate(
+          { _id: id, count: { $lte: limit - n } },
+          {
+            $inc: { count: n },
+            $addToSet: { holders: processId },
+            $setOnInsert: { subject, window_start: new Date(start), expires_at: new Date(start + 2 * windowMs) },
+          },
+          { returnDocument: "after", upsert: true },
+        );
+        if (updated) return { granted: n, count: updated.count, holders: updated.holders.length };
+      } catch (err) {
+        // The window exists with less than n left: the upsert's insert met it.
+        if (!isDuplicateKeyError(err)) throw err;
       }
+      const current = await collection.findOne({ _id: id });
+      if (!current) continue; // deleted meanwhile (pruned): the next upsert creates it
       if (current.count >= limit) return { granted: 0, count: current.count, holders: current.holders.length };
       n = Math.min(n, limit - current.count);
     }
