@@ -422,9 +422,9 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
       const response = await found.invoke(request);
       // The handler's response reads its headers from the context, which makes them only if set;
       // a response an interceptor made instead carries its own.
-      const headers = response === context.response ? context.responseHeaderIfSet : response.header;
+      const headers = () => (response === context.response ? context.responseHeaderIfSet : response.header);
       if (response.stream) await writeStream(res, response.message as AsyncIterable<HttpBody>, headers);
-      else writeSuccess(res, found, response.message as Message, headers);
+      else writeSuccess(res, found, response.message as Message, headers());
     } catch (err) {
       if (res.headersSent) res.destroy(err as Error);
       else writeRestError(res, state, ConnectError.from(err));
@@ -434,14 +434,15 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
   /**
    * Writes a server stream of google.api.HttpBody as one raw body: the first
    * chunk's content type is the Content-Type; a handler may set
-   * Content-Length and Content-Disposition in its response headers. The
-   * first chunk is awaited before the head, so an early error is still an
-   * ordinary error answer; a later one cuts the connection.
+   * Content-Length and Content-Disposition in its response headers (read
+   * once the first chunk has come). The first chunk is awaited before the
+   * head, so an early error is still an ordinary error answer; a later one
+   * cuts the connection.
    */
-  async function writeStream(res: NodeResponse, chunks: AsyncIterable<HttpBody>, headers: Headers | undefined): Promise<void> {
+  async function writeStream(res: NodeResponse, chunks: AsyncIterable<HttpBody>, headers: () => Headers | undefined): Promise<void> {
     const iterator = chunks[Symbol.asyncIterator]();
     const first = await iterator.next();
-    headers?.forEach((v, name) => res.setHeader(name, v));
+    headers()?.forEach((v, name) => res.setHeader(name, v));
     res.setHeader("content-type", (!first.done && first.value.contentType) || "application/octet-stream");
     res.writeHead(200);
     const write = async (data: Uint8Array) => {
