@@ -804,7 +804,8 @@ describe("msgsvc webhooks listen --forward-to", () => {
       const [, secret] = await eventually(async () => /^Signing secret: (whsec_\S+)$/m.exec(stdout) ?? undefined);
       id = /endpoint (whk_[0-9a-f-]{36})/.exec(stdout)?.[1] as string;
       const appUrl = `http://127.0.0.1:${app.port}/hooks`;
-      expect(stdout).toContain(`Forwarding verified deliveries to ${appUrl}`);
+      // The lines may come in separate chunks of the pipe.
+      await eventually(async () => (stdout.includes(`Forwarding verified deliveries to ${appUrl}`) ? true : undefined));
 
       const event = await publish(ws);
       // The app's 500 is the service's answer: the delivery is retried, and each attempt is forwarded.
