@@ -3,29 +3,18 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import {
   create,
   getOption,
-  isMessage,
   type DescField,
   type DescMessage,
   type DescMethod,
-  type DescService,
   type JsonObject,
   type JsonValue,
   type Message,
 } from "@bufbuild/protobuf";
-import {
-  ConnectError,
-  createContextKey,
-  createContextValues,
-  type ContextValues,
-  type HandlerContext,
-  type Interceptor,
-  type StreamResponse,
-  type UnaryRequest,
-  type UnaryResponse,
-} from "@connectrpc/connect";
+import { ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
 import type { HttpBody } from "../../gen/google/api/httpbody_pb.js";
 import { apiError, describeError, errorTable, invalidArgument, violationsError, type DescribedError, type FieldViolation } from "../shared/errors.js";
+import { CallContext, chainInterceptors, type CallTarget } from "./call-context.js";
 import { compilePathTemplate, type PathTemplate } from "./path-template.js";
 import { requestStateKey, type RequestState } from "./request-state.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
@@ -39,89 +28,14 @@ export type NodeResponse = ServerResponse | Http2ServerResponse;
 const HTTP_BODY = "google.api.HttpBody";
 
 /** One REST route built from a google.api.http rule. */
-interface Route {
+interface Route extends CallTarget {
   httpMethod: string;
   template: PathTemplate;
-  service: DescService;
-  method: DescMethod;
-  handler: (input: Message, context: HandlerContext) => unknown;
   /** "" (no body), "*" (the whole request) or a top-level field name. */
   body: string;
   /** "" (the whole response) or a top-level field name. */
   responseBody: string;
-  /** The interceptors, then the handler (built once per route). */
-  invoke: (req: UnaryRequest) => Promise<UnaryResponse | StreamResponse>;
 }
-
-/**
- * The HandlerContext of one REST call. Connect's createHandlerContext makes
- * three AbortControllers and four Headers per call (a tenth of the CPU of a
- * GET /v1/me), which few handlers read; here the signal and the header sets
- * are made when first read. The signal aborts when the client goes away
- * before the answer is written (clientGone); REST calls have no deadline.
- */
-class RestCallContext implements HandlerContext {
-  readonly protocolName = "rest";
-  readonly timeoutMs = () => undefined;
-  #controller: AbortController | undefined;
-  #gone = false;
-  #requestHeader: Headers | undefined;
-  #responseHeader: Headers | undefined;
-  #responseTrailer: Headers | undefined;
-
-  constructor(
-    readonly route: Route,
-    readonly requestMethod: string,
-    readonly url: string,
-    readonly values: ContextValues,
-    private readonly req: NodeRequest,
-  ) {}
-
-  get service(): DescService {
-    return this.route.service;
-  }
-
-  get method(): DescMethod {
-    return this.route.method;
-  }
-
-  get signal(): AbortSignal {
-    if (!this.#controller) {
-      this.#controller = new AbortController();
-      if (this.#gone) this.#controller.abort();
-    }
-    return this.#controller.signal;
-  }
-
-  get requestHeader(): Headers {
-    return (this.#requestHeader ??= headersOf(this.req));
-  }
-
-  get responseHeader(): Headers {
-    return (this.#responseHeader ??= new Headers());
-  }
-
-  get responseTrailer(): Headers {
-    return (this.#responseTrailer ??= new Headers());
-  }
-
-  /** The response callHandler made of the handler's output. */
-  response: UnaryResponse | StreamResponse | undefined;
-
-  /** Response headers the handler or an interceptor set, if any were. */
-  get responseHeaderIfSet(): Headers | undefined {
-    return this.#responseHeader;
-  }
-
-  /** The client closed the connection before the answer was written: aborts the signal. */
-  clientGone(): void {
-    this.#gone = true;
-    this.#controller?.abort();
-  }
-}
-
-/** Context value holding the RestCallContext of a REST call, for the route's terminal handler. */
-const restCallKey = createContextKey<RestCallContext | undefined>(undefined, { description: "REST call" });
 
 /** Options of createRestGateway. */
 export interface RestGatewayOptions {
@@ -223,15 +137,6 @@ export function requestUrl(req: NodeRequest): URL {
   return new URL(`http://localhost${target.startsWith("/") ? target : `/${target}`}`);
 }
 
-function headersOf(req: NodeRequest): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (name.startsWith(":") || value === undefined) continue;
-    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-  }
-  return headers;
-}
-
 /** Writes an error as REST JSON: `{"error":{"code","message","details","request_id"}}` (DESIGN.md §4). */
 export function writeRestError(res: NodeResponse, state: RequestState, error: ConnectError | DescribedError): void {
   const { code, message, details, violations } = error instanceof ConnectError ? describeError(error) : error;
@@ -250,38 +155,6 @@ function writeJson(res: NodeResponse, status: number, body: JsonValue, headers?:
   res.end(text);
 }
 
-function chain(interceptors: readonly Interceptor[], terminal: (req: UnaryRequest) => Promise<UnaryResponse | StreamResponse>) {
-  let next = terminal as Parameters<Interceptor>[0];
-  for (let i = interceptors.length - 1; i >= 0; i--) next = (interceptors[i] as Interceptor)(next);
-  return next as (req: UnaryRequest) => Promise<UnaryResponse | StreamResponse>;
-}
-
-/**
- * The innermost step of every route's chain: calls the route's handler with
- * the call's RestCallContext and wraps its output as Connect's unary (or,
- * for a raw stream, streaming) response.
- */
-async function callHandler(req: UnaryRequest): Promise<UnaryResponse | StreamResponse> {
-  const context = req.contextValues.get(restCallKey) as RestCallContext;
-  const { route } = context;
-  const output = await route.handler(req.message as Message, context);
-  const stream = route.method.methodKind === "server_streaming";
-  context.response = {
-    stream,
-    service: route.service,
-    method: route.method as never,
-    message: stream || isMessage(output, route.method.output) ? output : create(route.method.output, output as never),
-    // Getters, not values: the header sets are made only when an interceptor reads them.
-    get header() {
-      return context.responseHeader;
-    },
-    get trailer() {
-      return context.responseTrailer;
-    },
-  } as UnaryResponse | StreamResponse;
-  return context.response;
-}
-
 /**
  * Builds the REST gateway of `services` from the google.api.http options of
  * their descriptors (DESIGN.md §2): path templates with nested fields,
@@ -294,7 +167,7 @@ async function callHandler(req: UnaryRequest): Promise<UnaryResponse | StreamRes
  */
 export function createRestGateway(options: RestGatewayOptions): RestGateway {
   const maxBodyBytes = options.maxBodyBytes ?? MAX_MESSAGE_BYTES;
-  const invoke = chain(options.interceptors, callHandler);
+  const invoke = chainInterceptors(options.interceptors);
   const routes: Route[] = [];
   for (const { service, impl } of options.services) {
     for (const method of service.methods) {
@@ -386,8 +259,7 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
     const found = route;
     state.operation = `${found.service.typeName}/${found.method.name}`;
 
-    const context = new RestCallContext(found, httpMethod, url.href, createContextValues().set(requestStateKey, state), req);
-    context.values.set(restCallKey, context);
+    const context = new CallContext(found, "rest", httpMethod, url.href, createContextValues().set(requestStateKey, state), req);
     res.once("close", () => {
       if (!res.writableFinished) context.clientGone();
     });
@@ -404,25 +276,8 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
         context.values.set(rpcInputKey, { problem });
         input = create(found.method.input);
       }
-      const request: UnaryRequest = {
-        stream: false,
-        service: found.service,
-        method: found.method as never,
-        requestMethod: httpMethod,
-        url: context.url,
-        get signal() {
-          return context.signal;
-        },
-        get header() {
-          return context.requestHeader;
-        },
-        contextValues: context.values,
-        message: input,
-      };
-      const response = await found.invoke(request);
-      // The handler's response reads its headers from the context, which makes them only if set;
-      // a response an interceptor made instead carries its own.
-      const headers = () => (response === context.response ? context.responseHeaderIfSet : response.header);
+      const response = await context.invoke(input);
+      const headers = () => context.responseHeaderOf(response);
       if (response.stream) await writeStream(res, response.message as AsyncIterable<HttpBody>, headers);
       else writeSuccess(res, found, response.message as Message, headers());
     } catch (err) {

@@ -1,0 +1,185 @@
+import type { DescMethod, DescService, Message } from "@bufbuild/protobuf";
+import { create, isMessage } from "@bufbuild/protobuf";
+import {
+  createContextKey,
+  type ContextValues,
+  type HandlerContext,
+  type Interceptor,
+  type StreamResponse,
+  type UnaryRequest,
+  type UnaryResponse,
+} from "@connectrpc/connect";
+import type { NodeRequest } from "./rest-gateway.js";
+
+/*
+ * The calls the service answers itself rather than through Connect's router
+ * (REST, and unary gRPC: src/gateway/grpc-unary.ts): their handler context,
+ * and the interceptor chain they run, the same interceptors as the router's.
+ */
+
+/** A method as the gateway calls it: its handler and the chain of interceptors around it. */
+export interface CallTarget {
+  service: DescService;
+  method: DescMethod;
+  handler: (input: Message, context: HandlerContext) => unknown;
+  /** The interceptors, then the handler (built once: see chainInterceptors). */
+  invoke: (req: UnaryRequest) => Promise<UnaryResponse | StreamResponse>;
+}
+
+/** A request's headers as fetch Headers (pseudo-headers of HTTP/2 left out, repeated values joined). */
+export function headersOf(req: NodeRequest): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (name.startsWith(":") || value === undefined) continue;
+    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+  }
+  return headers;
+}
+
+/**
+ * The HandlerContext of one call the gateway answers. Connect's
+ * createHandlerContext makes three AbortControllers and four Headers per call
+ * (a tenth of the CPU of a GET /v1/me, and aborting them at the end of each
+ * call makes DOMExceptions, whose stack traces cost as much again), which few
+ * handlers read; here the signal and the header sets are made when first
+ * read. The signal aborts when the client goes away before the answer is
+ * written (clientGone); these calls have no deadline (a gRPC call with one
+ * goes through Connect's router).
+ */
+export class CallContext implements HandlerContext {
+  readonly timeoutMs = () => undefined;
+  /** The response callHandler made of the handler's output. */
+  response: UnaryResponse | StreamResponse | undefined;
+  #controller: AbortController | undefined;
+  #gone = false;
+  #requestHeader: Headers | undefined;
+  #responseHeader: Headers | undefined;
+  #responseTrailer: Headers | undefined;
+
+  /**
+   * @param target the method called
+   * @param protocolName "rest" or "grpc"
+   * @param requestMethod HTTP method of the request
+   * @param url the request's URL
+   * @param values the call's context values (the RequestState among them); the context adds itself
+   * @param req the request, whose headers requestHeader reads
+   */
+  constructor(
+    readonly target: CallTarget,
+    readonly protocolName: string,
+    readonly requestMethod: string,
+    readonly url: string,
+    readonly values: ContextValues,
+    private readonly req: NodeRequest,
+  ) {
+    values.set(callKey, this);
+  }
+
+  get service(): DescService {
+    return this.target.service;
+  }
+
+  get method(): DescMethod {
+    return this.target.method;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#gone) this.#controller.abort();
+    }
+    return this.#controller.signal;
+  }
+
+  get requestHeader(): Headers {
+    return (this.#requestHeader ??= headersOf(this.req));
+  }
+
+  get responseHeader(): Headers {
+    return (this.#responseHeader ??= new Headers());
+  }
+
+  get responseTrailer(): Headers {
+    return (this.#responseTrailer ??= new Headers());
+  }
+
+  /** Response trailers the handler or an interceptor set, if any were. */
+  get responseTrailerIfSet(): Headers | undefined {
+    return this.#responseTrailer;
+  }
+
+  /**
+   * Response headers of `response` (what invoke answered): made only if set
+   * when it is the handler's; a response an interceptor made instead carries
+   * its own.
+   */
+  responseHeaderOf(response: UnaryResponse | StreamResponse): Headers | undefined {
+    return response === this.response ? this.#responseHeader : response.header;
+  }
+
+  /** The client closed the connection before the answer was written: aborts the signal. */
+  clientGone(): void {
+    this.#gone = true;
+    this.#controller?.abort();
+  }
+
+  /**
+   * Runs the call: the target's interceptors and handler with `input`.
+   *
+   * @throws whatever the interceptors or the handler throw (ConnectErrors, or anything the outcome interceptor turns into one)
+   */
+  invoke(input: Message): Promise<UnaryResponse | StreamResponse> {
+    const context = this;
+    return this.target.invoke({
+      stream: false,
+      service: this.target.service,
+      method: this.target.method as never,
+      requestMethod: this.requestMethod,
+      url: this.url,
+      get signal() {
+        return context.signal;
+      },
+      get header() {
+        return context.requestHeader;
+      },
+      contextValues: this.values,
+      message: input,
+    });
+  }
+}
+
+/** Context value holding the CallContext of a call, for the chain's terminal handler. */
+const callKey = createContextKey<CallContext | undefined>(undefined, { description: "gateway call" });
+
+/**
+ * The innermost step of every chain: calls the target's handler with the
+ * call's CallContext and wraps its output as Connect's unary (or, for a
+ * server stream, streaming) response.
+ */
+async function callHandler(req: UnaryRequest): Promise<UnaryResponse | StreamResponse> {
+  const context = req.contextValues.get(callKey) as CallContext;
+  const { target } = context;
+  const output = await target.handler(req.message as Message, context);
+  const stream = target.method.methodKind === "server_streaming";
+  context.response = {
+    stream,
+    service: target.service,
+    method: target.method as never,
+    message: stream || isMessage(output, target.method.output) ? output : create(target.method.output, output as never),
+    // Getters, not values: the header sets are made only when an interceptor reads them.
+    get header() {
+      return context.responseHeader;
+    },
+    get trailer() {
+      return context.responseTrailer;
+    },
+  } as UnaryResponse | StreamResponse;
+  return context.response;
+}
+
+/** The chain of `interceptors` (outermost first) around the call's handler, built once and shared by every target. */
+export function chainInterceptors(interceptors: readonly Interceptor[]): CallTarget["invoke"] {
+  let next = callHandler as Parameters<Interceptor>[0];
+  for (let i = interceptors.length - 1; i >= 0; i--) next = (interceptors[i] as Interceptor)(next);
+  return next as CallTarget["invoke"];
+}
