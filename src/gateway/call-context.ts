@@ -103,6 +103,11 @@ export class CallContext implements HandlerContext {
     return (this.#responseTrailer ??= new Headers());
   }
 
+  /** Response headers the handler or an interceptor set, if any were. */
+  get responseHeaderIfSet(): Headers | undefined {
+    return this.#responseHeader;
+  }
+
   /** Response trailers the handler or an interceptor set, if any were. */
   get responseTrailerIfSet(): Headers | undefined {
     return this.#responseTrailer;
@@ -115,6 +120,11 @@ export class CallContext implements HandlerContext {
    */
   responseHeaderOf(response: UnaryResponse | StreamResponse): Headers | undefined {
     return response === this.response ? this.#responseHeader : response.header;
+  }
+
+  /** True once the client has gone away (clientGone): there is no one left to answer. */
+  get gone(): boolean {
+    return this.#gone;
   }
 
   /** The client closed the connection before the answer was written: aborts the signal. */

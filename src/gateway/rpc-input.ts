@@ -243,7 +243,7 @@ export interface CheckedBody {
  */
 export async function readRpcInput(
   method: DescMethod,
-  header: Headers,
+  header: Pick<Headers, "get">,
   body: AsyncIterable<Uint8Array>,
   limit = MAX_MESSAGE_BYTES,
 ): Promise<CheckedBody | undefined> {

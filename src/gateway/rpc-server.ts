@@ -13,6 +13,7 @@ import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { apiError, describeError, toConnectError, type ErrorCode } from "../shared/errors.js";
 import { newRequestId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
+import { createGrpcUnary } from "./grpc-unary.js";
 import { createPolyglotServer, type ListenerLimits } from "./listener.js";
 import { createRestGateway, writeRestError, type NodeRequest, type NodeResponse, type RestGateway } from "./rest-gateway.js";
 import { requestStateKey, type Protocol, type RequestState } from "./request-state.js";
@@ -324,8 +325,9 @@ function createConnectHandler(services: readonly ServiceRegistration[], intercep
  * Every request gets a Request-Id header, passes admission (which sets rate
  * limit headers on every protocol, errors included), and is reported to
  * `onFinished` with its outcome. Connect paths (/package.Service/Method) go
- * to the Connect router; everything else to the REST gateway, which answers
- * unknown routes with 404 not_found in the REST error format.
+ * to the Connect router, but for plain unary gRPC calls, which the gateway
+ * answers itself (createGrpcUnary); everything else to the REST gateway,
+ * which answers unknown routes with 404 not_found in the REST error format.
  */
 export function createRpcServer(options: RpcServerOptions): RpcServer {
   const interceptors = [...options.interceptors, ...INPUT_CHECKS];
@@ -336,6 +338,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
   const openPaths = new Map<string, string>();
   for (const { service } of options.openServices ?? []) for (const m of service.methods) openPaths.set(`/${service.typeName}/${m.name}`, m.methodKind);
   const gateway = createRestGateway({ services: options.services, interceptors });
+  const grpcUnary = createGrpcUnary(options.services, interceptors);
   const httpRoutes = new Map((options.httpRoutes ?? []).map((r) => [`${r.method} ${r.path}`, r]));
 
   let inFlight = 0;
@@ -429,7 +432,9 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         return;
       }
       if (isRpc) {
-        await connectHandler(req, res, createContextValues().set(requestStateKey, state));
+        const grpcTarget = state.protocol === "grpc" ? grpcUnary.targetOf(req, path) : undefined;
+        if (grpcTarget) await grpcUnary.handle(req, res, state, grpcTarget);
+        else await connectHandler(req, res, createContextValues().set(requestStateKey, state));
       } else {
         await gateway.handle(req, res, state);
       }

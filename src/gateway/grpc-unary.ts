@@ -1,0 +1,130 @@
+import { create, fromBinary, toBinary, type Message } from "@bufbuild/protobuf";
+import { ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { CallContext, chainInterceptors, type CallTarget } from "./call-context.js";
+import { requestStateKey, type RequestState } from "./request-state.js";
+import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
+import { readRpcInput, rpcInputKey } from "./rpc-input.js";
+import type { ServiceRegistration } from "./services.js";
+
+/** Response encodings offered, in the order Connect's router offers them (its `acceptCompression`). */
+const COMPRESSIONS = [compressionGzip, compressionBrotli];
+/** Smallest response message compressed, in bytes (Connect's default `compressMinBytes`). */
+const COMPRESS_MIN_BYTES = 1024;
+
+/** Unary gRPC calls answered by the gateway itself (see createGrpcUnary). */
+export interface GrpcUnary {
+  /**
+   * The method a request calls, when this path answers it: a unary method,
+   * POST over HTTP/2, `application/grpc` or `application/grpc+proto`, its
+   * message not compressed, no deadline. Undefined otherwise: Connect's
+   * router answers it.
+   */
+  targetOf(req: NodeRequest, path: string): CallTarget | undefined;
+  /** Answers the call: its message read and checked, the interceptors and handler, the answer or error with its status in trailers. */
+  handle(req: NodeRequest, res: NodeResponse, state: RequestState, target: CallTarget): Promise<void>;
+}
+
+/** One header of a Node request as fetch Headers' get reads it. */
+function headerOf(req: NodeRequest, name: string): string | null {
+  const value = req.headers[name];
+  return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
+}
+
+/** The response encoding Connect's router would choose: the first of the client's accepted ones it offers. */
+function responseCompression(req: NodeRequest) {
+  const accepted = headerOf(req, "grpc-accept-encoding");
+  if (!accepted) return undefined;
+  for (const name of accepted.split(",")) {
+    const found = COMPRESSIONS.find((c) => c.name === name.trim());
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * The most common gRPC call (unary, binary, over HTTP/2, as @grpc/grpc-js and
+ * grpc-go make it) answered the way the REST gateway answers REST: a lean
+ * CallContext and the same interceptor chain, where Connect's router runs
+ * each call through a pipeline of async iterables, three AbortControllers
+ * and two DOMExceptions (0.64 ms of CPU per GetMe against 0.17 over REST).
+ * The wire answer is Connect's: headers (`content-type:
+ * application/grpc+proto`, `grpc-encoding` when the client accepts gzip or
+ * br, the handler's headers), the message in its envelope (compressed from
+ * 1 KiB), then trailers with `grpc-status` and, on an error,
+ * `grpc-message` and `grpc-status-details-bin` (setTrailerStatus, as
+ * Connect). The input is read and checked by readRpcInput as on every
+ * protocol. Calls with a deadline (`grpc-timeout`), a compressed message or
+ * another content type go through Connect's router, which implements them.
+ */
+export function createGrpcUnary(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[]): GrpcUnary {
+  const invoke = chainInterceptors(interceptors);
+  const targets = new Map<string, CallTarget>();
+  for (const { service, impl } of services) {
+    for (const method of service.methods) {
+      const handler = (impl as unknown as Record<string, CallTarget["handler"] | undefined>)[method.localName];
+      if (method.methodKind === "unary" && handler) targets.set(`/${service.typeName}/${method.name}`, { service, method, handler: handler.bind(impl), invoke });
+    }
+  }
+
+  return {
+    targetOf(req, path) {
+      if (req.httpVersionMajor !== 2 || req.method !== "POST") return undefined;
+      const type = req.headers["content-type"];
+      if (type !== "application/grpc" && type !== "application/grpc+proto") return undefined;
+      if (req.headers["grpc-timeout"] !== undefined) return undefined;
+      const encoding = req.headers["grpc-encoding"];
+      if (encoding !== undefined && encoding !== "identity") return undefined;
+      return targets.get(path);
+    },
+
+    async handle(req, res, state, target) {
+      const context = new CallContext(target, "grpc", "POST", `http://${headerOf(req, ":authority") ?? "localhost"}${state.path}`, createContextValues().set(requestStateKey, state), req);
+      res.once("close", () => {
+        if (!res.writableFinished) context.clientGone();
+      });
+      const compression = responseCompression(req);
+      const head: Record<string, string> = { "content-type": "application/grpc+proto" };
+      if (compression) head["grpc-encoding"] = compression.name;
+      const trailers = new Headers({ "grpc-status": "0" });
+      let body: Buffer | undefined;
+      try {
+        const checked = await readRpcInput(target.method, { get: (name) => headerOf(req, name) }, req as AsyncIterable<Uint8Array>);
+        let input: Message;
+        if (!checked || checked.problem) {
+          // Answered by inputInterceptor, after admission and scope (as on every protocol).
+          context.values.set(rpcInputKey, { problem: checked?.problem });
+          input = create(target.method.input);
+        } else {
+          input = fromBinary(target.method.input, checked.body.subarray(5));
+        }
+        const response = await context.invoke(input);
+        context.responseHeaderOf(response)?.forEach((value, name) => (head[name] = value));
+        let data = toBinary(target.method.output, response.message as Message);
+        let flags = 0;
+        if (compression && data.byteLength >= COMPRESS_MIN_BYTES) {
+          data = await compression.compress(data);
+          flags = 1;
+        }
+        body = Buffer.allocUnsafe(5 + data.byteLength);
+        body[0] = flags;
+        body.writeUInt32BE(data.byteLength, 1);
+        body.set(data, 5);
+      } catch (err) {
+        context.responseHeaderIfSet?.forEach((value, name) => (head[name] = value));
+        setTrailerStatus(trailers, ConnectError.from(err));
+      }
+      if (context.gone) return; // the stream is closed: nothing can be written to it
+      context.responseTrailerIfSet?.forEach((value, name) => {
+        if (!trailers.has(name)) trailers.set(name, value);
+      });
+      res.writeHead(200, head);
+      if (body) (res as NodeJS.WritableStream).write(body);
+      const trailerRecord: Record<string, string> = {};
+      trailers.forEach((value, name) => (trailerRecord[name] = value));
+      res.addTrailers(trailerRecord);
+      res.end();
+    },
+  };
+}
