@@ -5,7 +5,7 @@ import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { CallContext, chainInterceptors, type CallTarget } from "./call-context.js";
 import { requestStateKey, type RequestState } from "./request-state.js";
 import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
-import { readRpcInput, rpcInputKey } from "./rpc-input.js";
+import { readRpcInput, rpcInputKey, type CheckedBody } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
 /** Response encodings offered, in the order Connect's router offers them (its `acceptCompression`). */
@@ -90,11 +90,12 @@ export function createGrpcUnary(services: readonly ServiceRegistration[], interc
       const trailers = new Headers({ "grpc-status": "0" });
       let body: Buffer | undefined;
       try {
-        const checked = await readRpcInput(target.method, { get: (name) => headerOf(req, name) }, req as AsyncIterable<Uint8Array>);
+        // Never undefined: targetOf took only content types readRpcInput reads.
+        const checked = (await readRpcInput(target.method, { get: (name) => headerOf(req, name) }, req as AsyncIterable<Uint8Array>)) as CheckedBody;
         let input: Message;
-        if (!checked || checked.problem) {
+        if (checked.problem) {
           // Answered by inputInterceptor, after admission and scope (as on every protocol).
-          context.values.set(rpcInputKey, { problem: checked?.problem });
+          context.values.set(rpcInputKey, { problem: checked.problem });
           input = create(target.method.input);
         } else {
           input = fromBinary(target.method.input, checked.body.subarray(5));
