@@ -178,6 +178,8 @@ describe("the embedded database", () => {
       flag: i % 2 === 0,
       // A path into subdocuments: a subdocument, missing, null, a string, an array of subdocuments, an array at the end.
       ...[{ data: { ref: `r${i % 4}` } }, {}, { data: null }, { data: "text" }, { data: [{ ref: "r1" }, { ref: `r${i % 3}` }] }, { data: { ref: ["r2", "r9"] } }][i % 6],
+      // An array in a compound index (as a message's events_pending): empty, with a repeated element, one element, a scalar, missing.
+      ...[{ tags: [] }, { tags: ["x", "y", "x"] }, { tags: ["y"] }, { tags: "x" }, {}][i % 5],
     }));
     const queries: { filter: Record<string, unknown>; sort?: Record<string, 1 | -1>; limit?: number }[] = [
       { filter: { due: { $lte: new Date(base + 50_000) } }, sort: { due: 1, _id: 1 }, limit: 20 },
@@ -197,6 +199,9 @@ describe("the embedded database", () => {
       { filter: { "data.ref": "r1" } },
       { filter: { "data.ref": { $in: ["r0", "r9"] } }, sort: { _id: -1 } },
       { filter: { "data.ref": { $gte: "r2" } } },
+      { filter: { tags: "x" } },
+      { filter: { tags: { $in: ["y", "z"] }, due: { $lt: new Date(base + 60_000) } } },
+      { filter: { tags: { $in: ["z"] } }, sort: { _id: 1 } },
     ];
     const answers = async (things: import("mongodb").Collection<{ _id: string } & Record<string, unknown>>) =>
       Promise.all(
@@ -215,12 +220,17 @@ describe("the embedded database", () => {
         await things.createIndex({ group: 1, due: -1, _id: -1 });
         await things.createIndex({ n: 1 });
         await things.createIndex({ "data.ref": 1 });
+        await things.createIndex({ tags: 1, due: 1 });
         await things.insertMany(docs.slice(150));
         // Updates and deletes move and remove entries.
         await things.updateMany({ group: "c", flag: true }, { $set: { due: new Date(base + 5_000) } });
         await things.updateMany({ group: "a", n: 4 }, { $unset: { due: "" } });
         await things.deleteMany({ n: 9 });
         await things.updateMany({ _id: { $in: ["d012", "d042", "d072"] } }, { $set: { "data.ref": "r9" } });
+        // Elements added to and taken from indexed arrays, with the other key changed or not.
+        await things.updateMany({ n: 2 }, { $push: { tags: "z" } as never, $set: { due: new Date(base + 1_000) } });
+        await things.updateMany({ n: 6 }, { $pull: { tags: "x" } as never });
+        await things.updateMany({ group: "b", n: 7 }, { $set: { tags: ["z", "z"] } });
         // The index answered: with no sort, a range comes back in the index's order, not the order of insertion.
         const byIndex = (await things.find({ n: { $gte: 0 } }, { projection: { n: 1 } }).toArray()).map((d) => d.n as number);
         expect(byIndex.filter((n) => typeof n === "number")).toEqual([...byIndex.filter((n) => typeof n === "number")].sort((x, y) => x - y));

@@ -4,7 +4,9 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.Iterator;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.NavigableMap;
 import java.util.NoSuchElementException;
 import java.util.Objects;
@@ -73,23 +75,72 @@ final class SecondaryIndex<P> extends Index<P> {
 
     /**
      * The document's entries' keys, as the library's {@code getKeyValues} gives them (normalized values, one key
-     * per element of an indexed array). Without arrays, the usual case, the fields are read directly: the
-     * library's general path splits every key with a regular expression and streams, on every write.
+     * per distinct element of an indexed array, in the array's order). Read directly where the library's general
+     * path splits every key with a regular expression and streams, on every write: documents without arrays, and
+     * documents whose one array is a key's whole value, of elements that are neither documents nor arrays (a
+     * multikey index as {@code events_pending}). Anything else (an array on a key's way, elements that are
+     * documents or arrays, several arrays) takes the library's path.
      */
     private List<Object[]> keysOf(Document document) {
         List<Object> values = new ArrayList<>(paths.length);
-        for (String[] path : paths) {
-            Object value = valueAt(document, path);
+        int arrayAt = -1;
+        for (int i = 0; i < paths.length; i++) {
+            Object value = valueAt(document, paths[i]);
             if (value == THROUGH_ARRAY) {
-                List<Object[]> all = new ArrayList<>();
-                for (KeyValue key : getKeyValues(document)) {
-                    all.add(key.stream().toArray());
+                Collection<?> elements = arrayAtEnd(document, paths[i]);
+                if (arrayAt >= 0 || elements == null || !allScalar(elements)) {
+                    return libraryKeysOf(document);
                 }
-                return all;
+                arrayAt = i;
+                value = elements;
             }
             values.add(value);
         }
-        return List.<Object[]>of(new KeyValue(values).normalized().stream().toArray());
+        if (arrayAt < 0) {
+            return List.<Object[]>of(new KeyValue(values).normalized().stream().toArray());
+        }
+        Set<KeyValue> keys = new LinkedHashSet<>();
+        for (Object element : (Collection<?>) values.get(arrayAt)) {
+            List<Object> one = new ArrayList<>(values);
+            one.set(arrayAt, element);
+            keys.add(new KeyValue(one).normalized());
+        }
+        List<Object[]> all = new ArrayList<>(keys.size());
+        for (KeyValue key : keys) {
+            all.add(key.stream().toArray());
+        }
+        return all;
+    }
+
+    /** The library's keys of the document ({@link Index#getKeyValues}), as arrays. */
+    private List<Object[]> libraryKeysOf(Document document) {
+        List<Object[]> all = new ArrayList<>();
+        for (KeyValue key : getKeyValues(document)) {
+            all.add(key.stream().toArray());
+        }
+        return all;
+    }
+
+    /** The array that is the whole value at {@code path}, or null when there is none or one lies on the way. */
+    private static Collection<?> arrayAtEnd(Document document, String[] path) {
+        Object value = document;
+        for (String step : path) {
+            if (!(value instanceof Document subdocument)) {
+                return null;
+            }
+            value = subdocument.getOrMissing(step);
+        }
+        return value instanceof Collection<?> elements ? elements : null;
+    }
+
+    /** True when no element is a document or an array (the library would then go into it). */
+    private static boolean allScalar(Collection<?> elements) {
+        for (Object element : elements) {
+            if (element instanceof Map || element instanceof Collection) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
@@ -119,9 +170,7 @@ final class SecondaryIndex<P> extends Index<P> {
         return value;
     }
 
-    private boolean sameKeys(Document a, Document b) {
-        List<Object[]> keysOfA = keysOf(a);
-        List<Object[]> keysOfB = keysOf(b);
+    private static boolean sameKeys(List<Object[]> keysOfA, List<Object[]> keysOfB) {
         if (keysOfA.size() != keysOfB.size()) {
             return false;
         }
@@ -196,8 +245,11 @@ final class SecondaryIndex<P> extends Index<P> {
         if (skips(document)) {
             return;
         }
-        Object id = idOf(document);
-        for (Object[] key : keysOf(document)) {
+        addKeys(idOf(document), keysOf(document), position);
+    }
+
+    private void addKeys(Object id, List<Object[]> keys, P position) {
+        for (Object[] key : keys) {
             entries.put(new Entry(key, id, 0), position);
         }
         positionsById.put(id, position);
@@ -205,10 +257,13 @@ final class SecondaryIndex<P> extends Index<P> {
 
     @Override
     public synchronized P remove(Document document) {
-        Object id = idOf(document);
+        return removeKeys(idOf(document), keysOf(document));
+    }
+
+    private P removeKeys(Object id, List<Object[]> keys) {
         P position = positionsById.remove(id);
         if (position != null) {
-            for (Object[] key : keysOf(document)) {
+            for (Object[] key : keys) {
                 entries.remove(new Entry(key, id, 0));
             }
         }
@@ -220,9 +275,18 @@ final class SecondaryIndex<P> extends Index<P> {
         if (untouched(oldDocument, newDocument, paths)) {
             return;
         }
-        if (!sameKeys(oldDocument, newDocument) || skips(oldDocument) != skips(newDocument)) {
-            remove(oldDocument);
-            add(newDocument, position, collection);
+        List<Object[]> oldKeys = keysOf(oldDocument);
+        List<Object[]> newKeys = keysOf(newDocument);
+        boolean skippedBefore = skips(oldDocument);
+        boolean skippedAfter = skips(newDocument);
+        if (sameKeys(oldKeys, newKeys) && skippedBefore == skippedAfter) {
+            return;
+        }
+        if (!skippedBefore) {
+            removeKeys(idOf(oldDocument), oldKeys);
+        }
+        if (!skippedAfter) {
+            addKeys(idOf(newDocument), newKeys, position);
         }
     }
 
