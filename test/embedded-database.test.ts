@@ -180,6 +180,8 @@ describe("the embedded database", () => {
       ...[{ data: { ref: `r${i % 4}` } }, {}, { data: null }, { data: "text" }, { data: [{ ref: "r1" }, { ref: `r${i % 3}` }] }, { data: { ref: ["r2", "r9"] } }][i % 6],
       // An array in a compound index (as a message's events_pending): empty, with a repeated element, one element, a scalar, missing.
       ...[{ tags: [] }, { tags: ["x", "y", "x"] }, { tags: ["y"] }, { tags: "x" }, {}][i % 5],
+      // In a sparse index: present on some documents only (as a webhook delivery's next_attempt_at).
+      ...(i % 3 === 1 ? { next: new Date(base + (i % 17) * 1000) } : {}),
     }));
     const queries: { filter: Record<string, unknown>; sort?: Record<string, 1 | -1>; limit?: number }[] = [
       { filter: { due: { $lte: new Date(base + 50_000) } }, sort: { due: 1, _id: 1 }, limit: 20 },
@@ -202,6 +204,8 @@ describe("the embedded database", () => {
       { filter: { tags: "x" } },
       { filter: { tags: { $in: ["y", "z"] }, due: { $lt: new Date(base + 60_000) } } },
       { filter: { tags: { $in: ["z"] } }, sort: { _id: 1 } },
+      { filter: { next: { $lte: new Date(base + 8_000) } }, sort: { next: 1, _id: 1 } },
+      { filter: { next: { $gte: new Date(base) } } },
     ];
     const answers = async (things: import("mongodb").Collection<{ _id: string } & Record<string, unknown>>) =>
       Promise.all(
@@ -221,6 +225,7 @@ describe("the embedded database", () => {
         await things.createIndex({ n: 1 });
         await things.createIndex({ "data.ref": 1 });
         await things.createIndex({ tags: 1, due: 1 });
+        await things.createIndex({ next: 1 }, { sparse: true });
         await things.insertMany(docs.slice(150));
         // Updates and deletes move and remove entries.
         await things.updateMany({ group: "c", flag: true }, { $set: { due: new Date(base + 5_000) } });
@@ -231,6 +236,10 @@ describe("the embedded database", () => {
         await things.updateMany({ n: 2 }, { $push: { tags: "z" } as never, $set: { due: new Date(base + 1_000) } });
         await things.updateMany({ n: 6 }, { $pull: { tags: "x" } as never });
         await things.updateMany({ group: "b", n: 7 }, { $set: { tags: ["z", "z"] } });
+        // Into the sparse index, out of it, and moved within it.
+        await things.updateMany({ n: 1 }, { $set: { next: new Date(base + 2_000) } });
+        await things.updateMany({ n: 4, group: "b" }, { $unset: { next: "" } });
+        await things.updateMany({ n: 8 }, { $set: { next: new Date(base + 3_000) } });
         // The index answered: with no sort, a range comes back in the index's order, not the order of insertion.
         const byIndex = (await things.find({ n: { $gte: 0 } }, { projection: { n: 1 } }).toArray()).map((d) => d.n as number);
         expect(byIndex.filter((n) => typeof n === "number")).toEqual([...byIndex.filter((n) => typeof n === "number")].sort((x, y) => x - y));

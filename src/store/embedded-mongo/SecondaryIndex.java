@@ -279,14 +279,24 @@ final class SecondaryIndex<P> extends Index<P> {
         List<Object[]> newKeys = keysOf(newDocument);
         boolean skippedBefore = skips(oldDocument);
         boolean skippedAfter = skips(newDocument);
-        if (sameKeys(oldKeys, newKeys) && skippedBefore == skippedAfter) {
+        if ((skippedBefore && skippedAfter) || (sameKeys(oldKeys, newKeys) && skippedBefore == skippedAfter)) {
+            return; // out of a sparse index before and after, or the same entries
+        }
+        Object id = idOf(newDocument); // an update never changes _id
+        if (skippedBefore != skippedAfter) {
+            if (skippedAfter) {
+                removeKeys(id, oldKeys);
+            } else {
+                addKeys(id, newKeys, position);
+            }
             return;
         }
-        if (!skippedBefore) {
-            removeKeys(idOf(oldDocument), oldKeys);
+        // The document stays at its position: only its entries move.
+        for (Object[] key : oldKeys) {
+            entries.remove(new Entry(key, id, 0));
         }
-        if (!skippedAfter) {
-            addKeys(idOf(newDocument), newKeys, position);
+        for (Object[] key : newKeys) {
+            entries.put(new Entry(key, id, 0), position);
         }
     }
 
