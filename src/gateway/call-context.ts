@@ -10,6 +10,7 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import type { NodeRequest } from "./rest-gateway.js";
+import type { ServiceRegistration } from "./services.js";
 
 /*
  * The calls the service answers itself rather than through Connect's router
@@ -192,4 +193,26 @@ export function chainInterceptors(interceptors: readonly Interceptor[]): CallTar
   let next = callHandler as Parameters<Interceptor>[0];
   for (let i = interceptors.length - 1; i >= 0; i--) next = (interceptors[i] as Interceptor)(next);
   return next as CallTarget["invoke"];
+}
+
+/**
+ * The unary methods of `services` that have a handler, by RPC path
+ * ("/package.Service/Method"), each with the chain of `interceptors` around it.
+ */
+export function unaryTargets(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[]): Map<string, CallTarget> {
+  const invoke = chainInterceptors(interceptors);
+  const targets = new Map<string, CallTarget>();
+  for (const { service, impl } of services) {
+    for (const method of service.methods) {
+      const handler = (impl as unknown as Record<string, CallTarget["handler"] | undefined>)[method.localName];
+      if (method.methodKind === "unary" && handler) targets.set(`/${service.typeName}/${method.name}`, { service, method, handler: handler.bind(impl), invoke });
+    }
+  }
+  return targets;
+}
+
+/** One header of a Node request as fetch Headers' get reads it (repeated values joined). */
+export function headerOf(req: NodeRequest, name: string): string | null {
+  const value = req.headers[name];
+  return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
 }

@@ -2,7 +2,8 @@ import { create, fromBinary, toBinary, type Message } from "@bufbuild/protobuf";
 import { ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
-import { CallContext, chainInterceptors, type CallTarget } from "./call-context.js";
+import { compressionNegotiate } from "@connectrpc/connect/protocol";
+import { CallContext, headerOf, unaryTargets, type CallTarget } from "./call-context.js";
 import { requestStateKey, type RequestState } from "./request-state.js";
 import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
 import { readRpcInput, rpcInputKey, type CheckedBody } from "./rpc-input.js";
@@ -26,21 +27,9 @@ export interface GrpcUnary {
   handle(req: NodeRequest, res: NodeResponse, state: RequestState, target: CallTarget): Promise<void>;
 }
 
-/** One header of a Node request as fetch Headers' get reads it. */
-function headerOf(req: NodeRequest, name: string): string | null {
-  const value = req.headers[name];
-  return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
-}
-
 /** The response encoding Connect's router would choose: the first of the client's accepted ones it offers. */
 function responseCompression(req: NodeRequest) {
-  const accepted = headerOf(req, "grpc-accept-encoding");
-  if (!accepted) return undefined;
-  for (const name of accepted.split(",")) {
-    const found = COMPRESSIONS.find((c) => c.name === name.trim());
-    if (found) return found;
-  }
-  return undefined;
+  return compressionNegotiate(COMPRESSIONS, null, headerOf(req, "grpc-accept-encoding"), "grpc-accept-encoding").response;
 }
 
 /**
@@ -59,14 +48,7 @@ function responseCompression(req: NodeRequest) {
  * another content type go through Connect's router, which implements them.
  */
 export function createGrpcUnary(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[]): GrpcUnary {
-  const invoke = chainInterceptors(interceptors);
-  const targets = new Map<string, CallTarget>();
-  for (const { service, impl } of services) {
-    for (const method of service.methods) {
-      const handler = (impl as unknown as Record<string, CallTarget["handler"] | undefined>)[method.localName];
-      if (method.methodKind === "unary" && handler) targets.set(`/${service.typeName}/${method.name}`, { service, method, handler: handler.bind(impl), invoke });
-    }
-  }
+  const targets = unaryTargets(services, interceptors);
 
   return {
     targetOf(req, path) {

@@ -13,6 +13,7 @@ import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { apiError, describeError, toConnectError, type ErrorCode } from "../shared/errors.js";
 import { newRequestId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
+import { createConnectUnary } from "./connect-unary.js";
 import { createGrpcUnary } from "./grpc-unary.js";
 import { createPolyglotServer, type ListenerLimits } from "./listener.js";
 import { createRestGateway, writeRestError, type NodeRequest, type NodeResponse, type RestGateway } from "./rest-gateway.js";
@@ -325,9 +326,10 @@ function createConnectHandler(services: readonly ServiceRegistration[], intercep
  * Every request gets a Request-Id header, passes admission (which sets rate
  * limit headers on every protocol, errors included), and is reported to
  * `onFinished` with its outcome. Connect paths (/package.Service/Method) go
- * to the Connect router, but for plain unary gRPC calls, which the gateway
- * answers itself (createGrpcUnary); everything else to the REST gateway,
- * which answers unknown routes with 404 not_found in the REST error format.
+ * to the Connect router, but for plain unary gRPC and Connect calls, which
+ * the gateway answers itself (createGrpcUnary, createConnectUnary);
+ * everything else to the REST gateway, which answers unknown routes with 404
+ * not_found in the REST error format.
  */
 export function createRpcServer(options: RpcServerOptions): RpcServer {
   const interceptors = [...options.interceptors, ...INPUT_CHECKS];
@@ -339,6 +341,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
   for (const { service } of options.openServices ?? []) for (const m of service.methods) openPaths.set(`/${service.typeName}/${m.name}`, m.methodKind);
   const gateway = createRestGateway({ services: options.services, interceptors });
   const grpcUnary = createGrpcUnary(options.services, interceptors);
+  const connectUnary = createConnectUnary(options.services, interceptors);
   const httpRoutes = new Map((options.httpRoutes ?? []).map((r) => [`${r.method} ${r.path}`, r]));
 
   let inFlight = 0;
@@ -432,8 +435,11 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         return;
       }
       if (isRpc) {
+        // Plain unary calls are answered by the gateway itself; the rest by Connect's router.
         const grpcTarget = state.protocol === "grpc" ? grpcUnary.targetOf(req, path) : undefined;
+        const connectTarget = state.protocol === "connect" ? connectUnary.targetOf(req, path) : undefined;
         if (grpcTarget) await grpcUnary.handle(req, res, state, grpcTarget);
+        else if (connectTarget) await connectUnary.handle(req, res, state, connectTarget);
         else await connectHandler(req, res, createContextValues().set(requestStateKey, state));
       } else {
         await gateway.handle(req, res, state);

@@ -1,9 +1,11 @@
+import http from "node:http";
 import http2 from "node:http2";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { GetMeRequestSchema, GetMeResponseSchema } from "../gen/messaging/v1/account_pb.js";
 import { ListTemplatesResponseSchema } from "../gen/messaging/v1/templates_pb.js";
+import { createConnectUnary } from "../src/gateway/connect-unary.js";
 import { createGrpcUnary } from "../src/gateway/grpc-unary.js";
 import { registerService } from "../src/gateway/services.js";
 import { AccountService } from "../gen/messaging/v1/account_pb.js";
@@ -12,8 +14,8 @@ import { createTemplate } from "./helpers/messaging.js";
 import { createTestService, type TestService } from "./helpers/test-service.js";
 
 /*
- * Plain unary gRPC calls are answered by the gateway itself (src/gateway/grpc-unary.ts);
- * a call with a deadline goes through Connect's router. Both must answer alike, byte for byte.
+ * Plain unary gRPC and Connect calls are answered by the gateway itself (src/gateway/grpc-unary.ts,
+ * connect-unary.ts); a call with a deadline goes through Connect's router. Both must answer alike, byte for byte.
  */
 
 let t: TestService;
@@ -131,5 +133,86 @@ describe("unary gRPC answered by the gateway", () => {
     expect(unary.targetOf(request({}, 1), path)).toBeUndefined();
     expect(unary.targetOf(request({}, 2, "GET"), path)).toBeUndefined();
     expect(unary.targetOf(request({}), "/messaging.v1.AccountService/Nothing")).toBeUndefined();
+  });
+});
+
+/** A Connect answer: status, headers (less the per-request ones) and body bytes as sent. */
+interface ConnectAnswer {
+  status: number;
+  headers: Record<string, unknown>;
+  body: Buffer;
+}
+
+/** POSTs `body` to `path` over HTTP/1.1 and reads the answer as sent (no decompression). */
+function post(path: string, headers: Record<string, string>, body: Buffer | string): Promise<ConnectAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: "127.0.0.1", port: t.service.publicPort, method: "POST", path, headers: { "content-type": "application/json", ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => {
+        const head: Record<string, unknown> = { ...res.headers };
+        for (const name of ["date", "request-id", "ratelimit-remaining", "ratelimit-reset", "connection", "keep-alive"]) delete head[name];
+        resolve({ status: res.statusCode ?? 0, headers: head, body: Buffer.concat(chunks) });
+      });
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** The same Connect call answered by the gateway and, with a deadline, by Connect's router. */
+async function connectBothWays(path: string, headers: Record<string, string>, body: Buffer | string): Promise<[ConnectAnswer, ConnectAnswer]> {
+  return [await post(path, headers, body), await post(path, { ...headers, "connect-timeout-ms": "30000" }, body)];
+}
+
+describe("unary Connect calls answered by the gateway", () => {
+  it("answers JSON and binary calls as Connect's router does", async () => {
+    const auth = { authorization: `Bearer ${key.secret}` };
+    const [json, jsonRouter] = await connectBothWays("/messaging.v1.AccountService/GetMe", auth, "{}");
+    expect(json).toEqual(jsonRouter);
+    expect(json.status).toBe(200);
+    expect(json.headers["content-type"]).toBe("application/json");
+    expect(JSON.parse(json.body.toString())).toMatchObject({ account_id: workspaceId });
+    const proto = Buffer.from(toBinary(GetMeRequestSchema, create(GetMeRequestSchema)));
+    const [binary, binaryRouter] = await connectBothWays("/messaging.v1.AccountService/GetMe", { ...auth, "content-type": "application/proto" }, proto);
+    expect(binary).toEqual(binaryRouter);
+    expect(fromBinary(GetMeResponseSchema, binary.body).accountId).toBe(workspaceId);
+  });
+
+  it("compresses an answer from 1 KiB with the encoding the client accepts, as the router does", async () => {
+    const [lean, router] = await connectBothWays("/messaging.v1.TemplateService/ListTemplates", { authorization: `Bearer ${key.secret}`, "accept-encoding": "gzip" }, "{}");
+    expect(lean.headers).toEqual(router.headers);
+    expect(lean.headers["content-encoding"]).toBe("gzip");
+    expect(gunzipSync(lean.body)).toEqual(gunzipSync(router.body));
+    expect(JSON.parse(gunzipSync(lean.body).toString()).data).toHaveLength(12);
+  });
+
+  it("answers refusals and bad input with the same status, error JSON and headers", async () => {
+    const cases: [Record<string, string>, string, number][] = [
+      [{ authorization: "Bearer sk_nope" }, "{}", 401],
+      [{ authorization: `Bearer ${key.secret}` }, "{not json", 400],
+      [{ authorization: `Bearer ${key.secret}` }, '{"no_such_field":1}', 400],
+    ];
+    for (const [headers, body, status] of cases) {
+      const [lean, router] = await connectBothWays("/messaging.v1.AccountService/GetMe", headers, body);
+      expect(lean).toEqual(router);
+      expect(lean.status).toBe(status);
+      expect(JSON.parse(lean.body.toString())).toMatchObject({ code: expect.any(String), message: expect.any(String) });
+    }
+    const [lean, router] = await connectBothWays("/messaging.v1.MessageService/ListMessages", { authorization: `Bearer ${key.secret}` }, "{}");
+    expect(lean).toEqual(router);
+    expect(lean.status).toBe(403);
+  });
+
+  it("takes only plain unary POSTs; GET, deadlines, compressed bodies and other content types go to the router", () => {
+    const unary = createConnectUnary([registerService(AccountService, { getMe: () => ({}) })], []);
+    const request = (headers: Record<string, string>, method = "POST") => ({ headers: { "content-type": "application/json", ...headers }, method }) as unknown as NodeRequest;
+    const path = "/messaging.v1.AccountService/GetMe";
+    expect(unary.targetOf(request({}), path)?.method.name).toBe("GetMe");
+    expect(unary.targetOf(request({ "content-type": "application/proto", "content-encoding": "identity" }), path)).toBeDefined();
+    expect(unary.targetOf(request({ "connect-timeout-ms": "1000" }), path)).toBeUndefined();
+    expect(unary.targetOf(request({ "content-encoding": "gzip" }), path)).toBeUndefined();
+    expect(unary.targetOf(request({ "content-type": "application/connect+json" }), path)).toBeUndefined();
+    expect(unary.targetOf(request({}, "GET"), path)).toBeUndefined();
   });
 });

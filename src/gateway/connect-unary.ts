@@ -1,0 +1,116 @@
+import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
+import { compressionNegotiate, createMethodSerializationLookup, type MethodSerializationLookup } from "@connectrpc/connect/protocol";
+import { codeToHttpStatus, errorToJsonBytes, trailerMux } from "@connectrpc/connect/protocol-connect";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { CallContext, headerOf, unaryTargets, type CallTarget } from "./call-context.js";
+import { requestStateKey, type RequestState } from "./request-state.js";
+import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
+import { MAX_MESSAGE_BYTES, readRpcInput, rpcInputKey, type CheckedBody } from "./rpc-input.js";
+import type { ServiceRegistration } from "./services.js";
+
+/** Response encodings offered, in the order Connect's router offers them (its `acceptCompression`). */
+const COMPRESSIONS = [compressionGzip, compressionBrotli];
+/** Smallest response compressed, in bytes (Connect's default `compressMinBytes`). */
+const COMPRESS_MIN_BYTES = 1024;
+/** The router's JSON options (src/gateway/rpc-server.ts): snake_case names out, unknown fields refused in. */
+const JSON_OPTIONS = { useProtoFieldName: true, ignoreUnknownFields: false };
+
+/** Unary Connect-protocol calls answered by the gateway itself (see createConnectUnary). */
+export interface ConnectUnary {
+  /**
+   * The method a request calls, when this path answers it: a unary method,
+   * POST, `application/json` or `application/proto`, its body not compressed,
+   * no deadline. Undefined otherwise: Connect's router answers it.
+   */
+  targetOf(req: NodeRequest, path: string): CallTarget | undefined;
+  /** Answers the call: its message read and checked, the interceptors and handler, the answer or the error as Connect's JSON. */
+  handle(req: NodeRequest, res: NodeResponse, state: RequestState, target: CallTarget): Promise<void>;
+}
+
+/**
+ * Unary calls of the Connect protocol (connect-es, connect-go, curl with
+ * JSON) answered as the gateway answers REST and plain gRPC: the lean
+ * CallContext and the same interceptor chain, where Connect's router makes
+ * three AbortControllers, four Headers and two DOMExceptions per call. The
+ * answer is the router's, made with Connect's own helpers: the message
+ * serialized with the router's JSON options (or binary), an error as
+ * Connect's error JSON with its HTTP status (`errorToJsonBytes`,
+ * `codeToHttpStatus`), the error's metadata and the handler's headers,
+ * trailers as `trailer-` headers (`trailerMux`), the body compressed from
+ * 1 KiB with the encoding negotiated as the router does. The input is read
+ * and checked by readRpcInput as on every protocol. GET calls, calls with a
+ * deadline (`connect-timeout-ms`) or a compressed body, and other content
+ * types go through Connect's router.
+ */
+export function createConnectUnary(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[]): ConnectUnary {
+  const targets = unaryTargets(services, interceptors);
+  const serializations = new Map<CallTarget, MethodSerializationLookup<DescMessage, DescMessage>>();
+  const serializationOf = (target: CallTarget) => {
+    let found = serializations.get(target);
+    if (!found) {
+      found = createMethodSerializationLookup(target.method, undefined, JSON_OPTIONS, { readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 0xffffffff });
+      serializations.set(target, found);
+    }
+    return found;
+  };
+
+  return {
+    targetOf(req, path) {
+      if (req.method !== "POST") return undefined;
+      const type = req.headers["content-type"];
+      if (type !== "application/json" && type !== "application/proto") return undefined;
+      if (req.headers["connect-timeout-ms"] !== undefined) return undefined;
+      const encoding = req.headers["content-encoding"];
+      if (encoding !== undefined && encoding !== "identity") return undefined;
+      return targets.get(path);
+    },
+
+    async handle(req, res, state, target) {
+      const binary = req.headers["content-type"] === "application/proto";
+      const authority = headerOf(req, ":authority") ?? headerOf(req, "host") ?? "localhost";
+      const context = new CallContext(target, "connect", "POST", `http://${authority}${req.url ?? state.path}`, createContextValues().set(requestStateKey, state), req);
+      res.once("close", () => {
+        if (!res.writableFinished) context.clientGone();
+      });
+      const serialization = serializationOf(target);
+      const head = new Headers({ "content-type": binary ? "application/proto" : "application/json" });
+      let status = 200;
+      let body: Uint8Array;
+      try {
+        // Never undefined: targetOf took only content types readRpcInput reads.
+        const checked = (await readRpcInput(target.method, { get: (name) => headerOf(req, name) }, req as AsyncIterable<Uint8Array>)) as CheckedBody;
+        let input: Message;
+        if (checked.problem) {
+          // Answered by inputInterceptor, after admission and scope (as on every protocol).
+          context.values.set(rpcInputKey, { problem: checked.problem });
+          input = create(target.method.input);
+        } else {
+          input = serialization.getI(binary).parse(checked.body);
+        }
+        const response = await context.invoke(input);
+        context.responseHeaderOf(response)?.forEach((value, name) => head.set(name, value));
+        body = serialization.getO(binary).serialize(response.message as Message);
+      } catch (err) {
+        const error = ConnectError.from(err);
+        status = codeToHttpStatus(error.code);
+        context.responseHeaderIfSet?.forEach((value, name) => head.set(name, value));
+        head.set("content-type", "application/json");
+        error.metadata.forEach((value, name) => head.set(name, value));
+        body = errorToJsonBytes(error, JSON_OPTIONS);
+      }
+      if (context.gone) return; // the connection is closed: nothing can be written to it
+      const compression = compressionNegotiate(COMPRESSIONS, null, headerOf(req, "accept-encoding"), "accept-encoding").response;
+      if (compression && body.byteLength >= COMPRESS_MIN_BYTES) {
+        body = await compression.compress(body);
+        head.set("content-encoding", compression.name);
+      }
+      const headers = trailerMux(head, context.responseTrailerIfSet ?? new Headers());
+      headers.set("content-length", String(body.byteLength));
+      const record: Record<string, string> = {};
+      headers.forEach((value, name) => (record[name] = value));
+      res.writeHead(status, record);
+      res.end(Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+    },
+  };
+}
