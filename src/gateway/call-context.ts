@@ -14,8 +14,9 @@ import type { ServiceRegistration } from "./services.js";
 
 /*
  * The calls the service answers itself rather than through Connect's router
- * (REST, and unary gRPC: src/gateway/grpc-unary.ts): their handler context,
- * and the interceptor chain they run, the same interceptors as the router's.
+ * (REST, and plain unary gRPC and Connect calls: grpc-unary.ts,
+ * connect-unary.ts): their handler context, and the interceptor chain they
+ * run, the same interceptors as the router's.
  */
 
 /** A method as the gateway calls it: its handler and the chain of interceptors around it. */
@@ -44,8 +45,8 @@ export function headersOf(req: NodeRequest): Headers {
  * call makes DOMExceptions, whose stack traces cost as much again), which few
  * handlers read; here the signal and the header sets are made when first
  * read. The signal aborts when the client goes away before the answer is
- * written (clientGone); these calls have no deadline (a gRPC call with one
- * goes through Connect's router).
+ * written (clientGone); these calls have no deadline (an RPC with one goes
+ * through Connect's router).
  */
 export class CallContext implements HandlerContext {
   readonly timeoutMs = () => undefined;
