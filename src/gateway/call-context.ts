@@ -2,6 +2,7 @@ import type { DescMethod, DescService, Message } from "@bufbuild/protobuf";
 import { create, isMessage } from "@bufbuild/protobuf";
 import {
   createContextKey,
+  createContextValues,
   type ContextValues,
   type HandlerContext,
   type Interceptor,
@@ -9,7 +10,11 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
-import type { NodeRequest } from "./rest-gateway.js";
+import { compressionNegotiate, type Compression } from "@connectrpc/connect/protocol";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import { requestStateKey, type RequestState } from "./request-state.js";
+import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
+import { readRpcInput, rpcInputKey, type CheckedBody } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
 /*
@@ -216,4 +221,50 @@ export function unaryTargets(services: readonly ServiceRegistration[], intercept
 export function headerOf(req: NodeRequest, name: string): string | null {
   const value = req.headers[name];
   return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
+}
+
+/**
+ * The CallContext of an RPC the gateway answers itself (`protocolName`
+ * "grpc" or "connect"), its signal aborted when the client goes away before
+ * the answer is written.
+ */
+export function rpcCallContext(req: NodeRequest, res: NodeResponse, state: RequestState, target: CallTarget, protocolName: string): CallContext {
+  const authority = headerOf(req, ":authority") ?? headerOf(req, "host") ?? "localhost";
+  const context = new CallContext(target, protocolName, "POST", `http://${authority}${req.url ?? state.path}`, createContextValues().set(requestStateKey, state), req);
+  res.once("close", () => {
+    if (!res.writableFinished) context.clientGone();
+  });
+  return context;
+}
+
+/**
+ * The input of an RPC the gateway answers: the body read and checked by
+ * readRpcInput (the request's content type must be one it reads), then
+ * `parse`d. A problem found is put where inputInterceptor answers it, after
+ * admission and scope (as on every protocol), and the input is then the
+ * empty message.
+ */
+export async function readCallInput(context: CallContext, req: NodeRequest, parse: (body: Uint8Array) => Message): Promise<Message> {
+  const checked = (await readRpcInput(context.method, { get: (name) => headerOf(req, name) }, req as AsyncIterable<Uint8Array>)) as CheckedBody;
+  if (!checked.problem) return parse(checked.body);
+  context.values.set(rpcInputKey, { problem: checked.problem });
+  return create(context.method.input);
+}
+
+/** Encodings of answers the service offers, in its order of preference (the router's `acceptCompression` too). */
+export const RESPONSE_COMPRESSIONS: readonly Compression[] = [compressionGzip, compressionBrotli];
+
+/** JSON options of RPC messages (Connect's router and the gateway's Connect calls): snake_case names out, unknown fields refused in. */
+export const RPC_JSON_OPTIONS = { useProtoFieldName: true, ignoreUnknownFields: false } as const;
+
+/** Smallest answer message compressed, in bytes (the router's default `compressMinBytes`). */
+export const COMPRESS_MIN_BYTES = 1024;
+
+/**
+ * The encoding of an answer, as the router negotiates it: the first of those
+ * the client accepts (its `acceptHeader`, "grpc-accept-encoding" or
+ * "accept-encoding") that the service offers; null for none.
+ */
+export function responseCompression(req: NodeRequest, acceptHeader: string): Compression | null {
+  return compressionNegotiate([...RESPONSE_COMPRESSIONS], null, headerOf(req, acceptHeader), acceptHeader).response;
 }

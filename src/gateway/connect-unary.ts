@@ -1,20 +1,12 @@
-import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
-import { ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
-import { compressionNegotiate, createMethodSerializationLookup, type MethodSerializationLookup } from "@connectrpc/connect/protocol";
+import type { DescMessage, Message } from "@bufbuild/protobuf";
+import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import { createMethodSerializationLookup, type MethodSerializationLookup } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorToJsonBytes, trailerMux } from "@connectrpc/connect/protocol-connect";
-import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
-import { CallContext, headerOf, unaryTargets, type CallTarget } from "./call-context.js";
-import { requestStateKey, type RequestState } from "./request-state.js";
+import { COMPRESS_MIN_BYTES, RPC_JSON_OPTIONS, readCallInput, responseCompression, rpcCallContext, unaryTargets, type CallTarget } from "./call-context.js";
+import type { RequestState } from "./request-state.js";
 import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
-import { MAX_MESSAGE_BYTES, readRpcInput, rpcInputKey, type CheckedBody } from "./rpc-input.js";
+import { MAX_MESSAGE_BYTES } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
-
-/** Response encodings offered, in the order Connect's router offers them (its `acceptCompression`). */
-const COMPRESSIONS = [compressionGzip, compressionBrotli];
-/** Smallest response compressed, in bytes (Connect's default `compressMinBytes`). */
-const COMPRESS_MIN_BYTES = 1024;
-/** The router's JSON options (src/gateway/rpc-server.ts): snake_case names out, unknown fields refused in. */
-const JSON_OPTIONS = { useProtoFieldName: true, ignoreUnknownFields: false };
 
 /** Unary Connect-protocol calls answered by the gateway itself (see createConnectUnary). */
 export interface ConnectUnary {
@@ -49,7 +41,7 @@ export function createConnectUnary(services: readonly ServiceRegistration[], int
   const serializationOf = (target: CallTarget) => {
     let found = serializations.get(target);
     if (!found) {
-      found = createMethodSerializationLookup(target.method, undefined, JSON_OPTIONS, { readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 0xffffffff });
+      found = createMethodSerializationLookup(target.method, undefined, RPC_JSON_OPTIONS, { readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 0xffffffff });
       serializations.set(target, found);
     }
     return found;
@@ -68,26 +60,13 @@ export function createConnectUnary(services: readonly ServiceRegistration[], int
 
     async handle(req, res, state, target) {
       const binary = req.headers["content-type"] === "application/proto";
-      const authority = headerOf(req, ":authority") ?? headerOf(req, "host") ?? "localhost";
-      const context = new CallContext(target, "connect", "POST", `http://${authority}${req.url ?? state.path}`, createContextValues().set(requestStateKey, state), req);
-      res.once("close", () => {
-        if (!res.writableFinished) context.clientGone();
-      });
+      const context = rpcCallContext(req, res, state, target, "connect");
       const serialization = serializationOf(target);
       const head = new Headers({ "content-type": binary ? "application/proto" : "application/json" });
       let status = 200;
       let body: Uint8Array;
       try {
-        // Never undefined: targetOf took only content types readRpcInput reads.
-        const checked = (await readRpcInput(target.method, { get: (name) => headerOf(req, name) }, req as AsyncIterable<Uint8Array>)) as CheckedBody;
-        let input: Message;
-        if (checked.problem) {
-          // Answered by inputInterceptor, after admission and scope (as on every protocol).
-          context.values.set(rpcInputKey, { problem: checked.problem });
-          input = create(target.method.input);
-        } else {
-          input = serialization.getI(binary).parse(checked.body);
-        }
+        const input = await readCallInput(context, req, (body) => serialization.getI(binary).parse(body));
         const response = await context.invoke(input);
         context.responseHeaderOf(response)?.forEach((value, name) => head.set(name, value));
         body = serialization.getO(binary).serialize(response.message as Message);
@@ -97,10 +76,10 @@ export function createConnectUnary(services: readonly ServiceRegistration[], int
         context.responseHeaderIfSet?.forEach((value, name) => head.set(name, value));
         head.set("content-type", "application/json");
         error.metadata.forEach((value, name) => head.set(name, value));
-        body = errorToJsonBytes(error, JSON_OPTIONS);
+        body = errorToJsonBytes(error, RPC_JSON_OPTIONS);
       }
       if (context.gone) return; // the connection is closed: nothing can be written to it
-      const compression = compressionNegotiate(COMPRESSIONS, null, headerOf(req, "accept-encoding"), "accept-encoding").response;
+      const compression = responseCompression(req, "accept-encoding");
       if (compression && body.byteLength >= COMPRESS_MIN_BYTES) {
         body = await compression.compress(body);
         head.set("content-encoding", compression.name);

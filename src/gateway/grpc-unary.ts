@@ -1,18 +1,10 @@
-import { create, fromBinary, toBinary, type Message } from "@bufbuild/protobuf";
-import { ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
+import { fromBinary, toBinary, type Message } from "@bufbuild/protobuf";
+import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
-import { compressionNegotiate } from "@connectrpc/connect/protocol";
-import { CallContext, headerOf, unaryTargets, type CallTarget } from "./call-context.js";
-import { requestStateKey, type RequestState } from "./request-state.js";
+import { COMPRESS_MIN_BYTES, readCallInput, responseCompression, rpcCallContext, unaryTargets, type CallTarget } from "./call-context.js";
+import type { RequestState } from "./request-state.js";
 import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
-import { readRpcInput, rpcInputKey, type CheckedBody } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
-
-/** Response encodings offered, in the order Connect's router offers them (its `acceptCompression`). */
-const COMPRESSIONS = [compressionGzip, compressionBrotli];
-/** Smallest response message compressed, in bytes (Connect's default `compressMinBytes`). */
-const COMPRESS_MIN_BYTES = 1024;
 
 /** Unary gRPC calls answered by the gateway itself (see createGrpcUnary). */
 export interface GrpcUnary {
@@ -25,11 +17,6 @@ export interface GrpcUnary {
   targetOf(req: NodeRequest, path: string): CallTarget | undefined;
   /** Answers the call: its message read and checked, the interceptors and handler, the answer or error with its status in trailers. */
   handle(req: NodeRequest, res: NodeResponse, state: RequestState, target: CallTarget): Promise<void>;
-}
-
-/** The response encoding Connect's router would choose: the first of the client's accepted ones it offers. */
-function responseCompression(req: NodeRequest) {
-  return compressionNegotiate(COMPRESSIONS, null, headerOf(req, "grpc-accept-encoding"), "grpc-accept-encoding").response;
 }
 
 /**
@@ -62,26 +49,14 @@ export function createGrpcUnary(services: readonly ServiceRegistration[], interc
     },
 
     async handle(req, res, state, target) {
-      const context = new CallContext(target, "grpc", "POST", `http://${headerOf(req, ":authority") ?? "localhost"}${state.path}`, createContextValues().set(requestStateKey, state), req);
-      res.once("close", () => {
-        if (!res.writableFinished) context.clientGone();
-      });
-      const compression = responseCompression(req);
+      const context = rpcCallContext(req, res, state, target, "grpc");
+      const compression = responseCompression(req, "grpc-accept-encoding");
       const head: Record<string, string> = { "content-type": "application/grpc+proto" };
       if (compression) head["grpc-encoding"] = compression.name;
       const trailers = new Headers({ "grpc-status": "0" });
       let body: Buffer | undefined;
       try {
-        // Never undefined: targetOf took only content types readRpcInput reads.
-        const checked = (await readRpcInput(target.method, { get: (name) => headerOf(req, name) }, req as AsyncIterable<Uint8Array>)) as CheckedBody;
-        let input: Message;
-        if (checked.problem) {
-          // Answered by inputInterceptor, after admission and scope (as on every protocol).
-          context.values.set(rpcInputKey, { problem: checked.problem });
-          input = create(target.method.input);
-        } else {
-          input = fromBinary(target.method.input, checked.body.subarray(5));
-        }
+        const input = await readCallInput(context, req, (body) => fromBinary(target.method.input, body.subarray(5)));
         const response = await context.invoke(input);
         context.responseHeaderOf(response)?.forEach((value, name) => (head[name] = value));
         let data = toBinary(target.method.output, response.message as Message);

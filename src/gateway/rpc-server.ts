@@ -4,8 +4,6 @@ import { LRUCache } from "lru-cache";
 import { Code, ConnectError, createConnectRouter, createContextValues, type ContextValues, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import {
-  compressionBrotli,
-  compressionGzip,
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
@@ -13,6 +11,7 @@ import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { apiError, describeError, toConnectError, type ErrorCode } from "../shared/errors.js";
 import { newRequestId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
+import { RESPONSE_COMPRESSIONS, RPC_JSON_OPTIONS } from "./call-context.js";
 import { createConnectUnary } from "./connect-unary.js";
 import { createGrpcUnary } from "./grpc-unary.js";
 import { createPolyglotServer, type ListenerLimits } from "./listener.js";
@@ -272,9 +271,9 @@ type ConnectHandler = (req: NodeRequest, res: NodeResponse, contextValues: Conte
 function createConnectHandler(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[], logger: Logger): ConnectHandler {
   const router = createConnectRouter({
     interceptors: [...interceptors],
-    jsonOptions: { useProtoFieldName: true, ignoreUnknownFields: false },
+    jsonOptions: RPC_JSON_OPTIONS,
     readMaxBytes: MAX_MESSAGE_BYTES,
-    acceptCompression: [compressionGzip, compressionBrotli],
+    acceptCompression: [...RESPONSE_COMPRESSIONS],
   });
   for (const { service, impl } of services) router.service(service, impl as ServiceImpl<DescService>);
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
