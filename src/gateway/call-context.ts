@@ -268,3 +268,19 @@ export const COMPRESS_MIN_BYTES = 1024;
 export function responseCompression(req: NodeRequest, acceptHeader: string): Compression | null {
   return compressionNegotiate([...RESPONSE_COMPRESSIONS], null, headerOf(req, acceptHeader), acceptHeader).response;
 }
+
+/**
+ * True for a request the gateway's unary paths take: POST, one of
+ * `contentTypes` exactly, no deadline (`deadlineHeader`) and its body not
+ * compressed (`encodingHeader` absent or "identity"). Everything else is
+ * left to Connect's router, which implements it.
+ */
+export function isPlainUnary(req: NodeRequest, contentTypes: readonly string[], deadlineHeader: string, encodingHeader: string): boolean {
+  const encoding = req.headers[encodingHeader];
+  return (
+    req.method === "POST" &&
+    contentTypes.includes(req.headers["content-type"] ?? "") &&
+    req.headers[deadlineHeader] === undefined &&
+    (encoding === undefined || encoding === "identity")
+  );
+}

@@ -2,7 +2,7 @@ import type { DescMessage, Message } from "@bufbuild/protobuf";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { createMethodSerializationLookup, type MethodSerializationLookup } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorToJsonBytes, trailerMux } from "@connectrpc/connect/protocol-connect";
-import { COMPRESS_MIN_BYTES, RPC_JSON_OPTIONS, readCallInput, responseCompression, rpcCallContext, unaryTargets, type CallTarget } from "./call-context.js";
+import { COMPRESS_MIN_BYTES, RPC_JSON_OPTIONS, isPlainUnary, readCallInput, responseCompression, rpcCallContext, unaryTargets, type CallTarget } from "./call-context.js";
 import type { RequestState } from "./request-state.js";
 import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
 import { MAX_MESSAGE_BYTES } from "./rpc-input.js";
@@ -49,13 +49,8 @@ export function createConnectUnary(services: readonly ServiceRegistration[], int
 
   return {
     targetOf(req, path) {
-      if (req.method !== "POST") return undefined;
-      const type = req.headers["content-type"];
-      if (type !== "application/json" && type !== "application/proto") return undefined;
-      if (req.headers["connect-timeout-ms"] !== undefined) return undefined;
-      const encoding = req.headers["content-encoding"];
-      if (encoding !== undefined && encoding !== "identity") return undefined;
-      return targets.get(path);
+      const plain = isPlainUnary(req, ["application/json", "application/proto"], "connect-timeout-ms", "content-encoding");
+      return plain ? targets.get(path) : undefined;
     },
 
     async handle(req, res, state, target) {
@@ -84,7 +79,8 @@ export function createConnectUnary(services: readonly ServiceRegistration[], int
         body = await compression.compress(body);
         head.set("content-encoding", compression.name);
       }
-      const headers = trailerMux(head, context.responseTrailerIfSet ?? new Headers());
+      const trailers = context.responseTrailerIfSet;
+      const headers = trailers ? trailerMux(head, trailers) : head;
       headers.set("content-length", String(body.byteLength));
       const record: Record<string, string> = {};
       headers.forEach((value, name) => (record[name] = value));

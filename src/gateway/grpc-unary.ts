@@ -1,7 +1,7 @@
 import { fromBinary, toBinary, type Message } from "@bufbuild/protobuf";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { COMPRESS_MIN_BYTES, readCallInput, responseCompression, rpcCallContext, unaryTargets, type CallTarget } from "./call-context.js";
+import { COMPRESS_MIN_BYTES, isPlainUnary, readCallInput, responseCompression, rpcCallContext, unaryTargets, type CallTarget } from "./call-context.js";
 import type { RequestState } from "./request-state.js";
 import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
 import type { ServiceRegistration } from "./services.js";
@@ -39,13 +39,8 @@ export function createGrpcUnary(services: readonly ServiceRegistration[], interc
 
   return {
     targetOf(req, path) {
-      if (req.httpVersionMajor !== 2 || req.method !== "POST") return undefined;
-      const type = req.headers["content-type"];
-      if (type !== "application/grpc" && type !== "application/grpc+proto") return undefined;
-      if (req.headers["grpc-timeout"] !== undefined) return undefined;
-      const encoding = req.headers["grpc-encoding"];
-      if (encoding !== undefined && encoding !== "identity") return undefined;
-      return targets.get(path);
+      const plain = req.httpVersionMajor === 2 && isPlainUnary(req, ["application/grpc", "application/grpc+proto"], "grpc-timeout", "grpc-encoding");
+      return plain ? targets.get(path) : undefined;
     },
 
     async handle(req, res, state, target) {
@@ -53,7 +48,7 @@ export function createGrpcUnary(services: readonly ServiceRegistration[], interc
       const compression = responseCompression(req, "grpc-accept-encoding");
       const head: Record<string, string> = { "content-type": "application/grpc+proto" };
       if (compression) head["grpc-encoding"] = compression.name;
-      const trailers = new Headers({ "grpc-status": "0" });
+      const trailers: Record<string, string> = { "grpc-status": "0" };
       let body: Buffer | undefined;
       try {
         const input = await readCallInput(context, req, (body) => fromBinary(target.method.input, body.subarray(5)));
@@ -71,17 +66,15 @@ export function createGrpcUnary(services: readonly ServiceRegistration[], interc
         body.set(data, 5);
       } catch (err) {
         context.responseHeaderIfSet?.forEach((value, name) => (head[name] = value));
-        setTrailerStatus(trailers, ConnectError.from(err));
+        setTrailerStatus(new Headers(), ConnectError.from(err)).forEach((value, name) => (trailers[name] = value));
       }
       if (context.gone) return; // the stream is closed: nothing can be written to it
       context.responseTrailerIfSet?.forEach((value, name) => {
-        if (!trailers.has(name)) trailers.set(name, value);
+        if (!(name in trailers)) trailers[name] = value;
       });
       res.writeHead(200, head);
       if (body) (res as NodeJS.WritableStream).write(body);
-      const trailerRecord: Record<string, string> = {};
-      trailers.forEach((value, name) => (trailerRecord[name] = value));
-      res.addTrailers(trailerRecord);
+      res.addTrailers(trailers);
       res.end();
     },
   };

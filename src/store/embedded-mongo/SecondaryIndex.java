@@ -275,20 +275,23 @@ final class SecondaryIndex<P> extends Index<P> {
         if (untouched(oldDocument, newDocument, paths)) {
             return;
         }
-        List<Object[]> oldKeys = keysOf(oldDocument);
-        List<Object[]> newKeys = keysOf(newDocument);
         boolean skippedBefore = skips(oldDocument);
         boolean skippedAfter = skips(newDocument);
-        if ((skippedBefore && skippedAfter) || (sameKeys(oldKeys, newKeys) && skippedBefore == skippedAfter)) {
-            return; // out of a sparse index before and after, or the same entries
+        if (skippedBefore && skippedAfter) {
+            return; // out of a sparse index before and after
         }
         Object id = idOf(newDocument); // an update never changes _id
-        if (skippedBefore != skippedAfter) {
-            if (skippedAfter) {
-                removeKeys(id, oldKeys);
-            } else {
-                addKeys(id, newKeys, position);
-            }
+        if (skippedBefore) {
+            addKeys(id, keysOf(newDocument), position);
+            return;
+        }
+        List<Object[]> oldKeys = keysOf(oldDocument);
+        if (skippedAfter) {
+            removeKeys(id, oldKeys);
+            return;
+        }
+        List<Object[]> newKeys = keysOf(newDocument);
+        if (sameKeys(oldKeys, newKeys)) {
             return;
         }
         // The document stays at its position: only its entries move.
