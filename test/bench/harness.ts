@@ -97,8 +97,12 @@ const CLOCK_TICKS_PER_SECOND = 100;
 /**
  * Runs `call` from `concurrency` workers, either for `seconds` after
  * `warmupSeconds` of unrecorded warm-up, or (with `callsPerWorker`) until
- * each worker has made that many calls, without warm-up. `call` resolves to
- * an outcome label.
+ * each worker has made that many calls, without warm-up. With `perSecond`,
+ * calls start on a schedule instead of as fast as answers come: the n-th
+ * call of all (worker `w`'s k-th is n = k·concurrency + w) is due n/perSecond
+ * seconds after the start, and starts then or, when its worker is still
+ * waiting for an answer, as soon as it has it. `call` resolves to an outcome
+ * label.
  */
 export async function runLoad(options: {
   name: string;
@@ -106,6 +110,7 @@ export async function runLoad(options: {
   seconds?: number;
   callsPerWorker?: number;
   warmupSeconds?: number;
+  perSecond?: number;
   serverPid?: number;
   call: (worker: number) => Promise<string>;
 }): Promise<LoadResult> {
@@ -131,6 +136,10 @@ export async function runLoad(options: {
     : undefined;
   const worker = async (id: number) => {
     for (let calls = 0; calls < (options.callsPerWorker ?? Infinity); calls++) {
+      if (options.perSecond) {
+        const wait = began + ((calls * options.concurrency + id) * 1000) / options.perSecond - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      }
       const start = performance.now();
       if (start >= stopAt) return;
       let outcome: string;
