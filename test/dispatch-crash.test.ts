@@ -73,15 +73,19 @@ describe("a service killed between acceptance and dispatch", () => {
       expect(res.status).toBe(200);
       ids.push(res.json.message_id);
     }
-    await eventually(async () => (ids.every((id) => graph.requests.some((r) => r.body?.biz_opaque_callback_data === id)) ? true : undefined));
-    api.child.kill("SIGKILL");
-    await new Promise((resolve) => api.child.once("exit", resolve));
-    const refused = graph.requests.length;
-    outage = false;
-
     const client = new MongoClient(mongoUri);
     try {
       const db = client.db(database);
+      // Killed once the API has recorded each refusal (pending again, retry due): killed between the network's
+      // answer and that write, a message stays claimed, and is failed, never sent again (dispatch.ts).
+      await eventually(async () => (ids.every((id) => graph.requests.some((r) => r.body?.biz_opaque_callback_data === id)) ? true : undefined));
+      const retryRecorded = { _id: { $in: ids } as never, "dispatch.state": "pending", "dispatch.last_error": { $ne: null } };
+      await eventually(async () => ((await db.collection("messages").countDocuments(retryRecorded)) === 2 ? true : undefined));
+      api.child.kill("SIGKILL");
+      await new Promise((resolve) => api.child.once("exit", resolve));
+      const refused = graph.requests.length;
+      outage = false;
+
       const worker = await startServiceProcess({ ...env, ROLE: "worker", MESSAGES_SWEEP_INTERVAL_MS: "200" });
       children.push(worker.child);
       // The API's lease (10 s after the retry was due) has to run out first.
