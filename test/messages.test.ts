@@ -136,6 +136,28 @@ describe("POST /v1/messages over REST", () => {
     expect(stored.wa_message_id).toBe(read.wa_message_id);
   });
 
+  it("writes a late report's update for that report only, not for the in-order reports applied with it", async () => {
+    const updates: { q: Record<string, unknown>; u: Record<string, unknown> }[] = [];
+    const onCommand = (event: { commandName: string; command: Record<string, unknown> }) => {
+      if (event.commandName === "update" && event.command.update === "messages") updates.push(...(event.command.updates as typeof updates));
+    };
+    t.service.client.on("commandStarted", onCommand);
+    // Sent together, their reports come together: the late delivered of the one whose read comes first (9994)
+    // arrives with the others' reads.
+    const sent = await Promise.all(["4915123459994", "4915123458101", "4915123458102", "4915123458103", "4915123458104"].map((to) => send(to)));
+    const ids = sent.map((res) => res.json.message_id as string);
+    for (const id of ids) await reach(id, "read");
+    await eventually(async () => ((await eventsOf(ids[0]!)).length === 3 ? true : undefined));
+    t.service.client.off("commandStarted", onCommand);
+    // A late update: a status report's update without the status condition (times, the report, its event mark).
+    const late = updates.filter((op) => ids.includes(op.q._id as string) && !("status" in op.q) && ["delivered", "read"].includes((op.q.reports as { $ne?: string })?.$ne ?? ""));
+    expect(late.map((op) => [op.q._id, (op.q.reports as { $ne: string }).$ne])).toEqual([[ids[0], "delivered"]]);
+    const stored = await t.service.db.collection("messages").findOne({ _id: ids[0] as never });
+    expect([...stored!.reports].sort()).toEqual(["delivered", "read", "sent"]);
+    expect(stored!.status).toBe("read");
+    expect((stored!.delivered_at as Date).getTime()).toBeLessThan((stored!.read_at as Date).getTime());
+  });
+
   it("ignores reports that arrive twice", async () => {
     // Every update of messages written meanwhile, to count the message's follow-ups (marks cleared, repeats counted).
     const updates: { q: Record<string, unknown>; u: Record<string, unknown> }[] = [];

@@ -1,4 +1,4 @@
-import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
+import type { AnyBulkWriteOperation, Collection, Db, Filter } from "mongodb";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { MessageEventDataSchema } from "../../gen/messaging/v1/events_pb.js";
@@ -337,9 +337,18 @@ export function createInbound(deps: {
   }
 
   /**
-   * Live status reports, many at once: each report's two updates
-   * (statusUpdates: forward, then late; writeInTwoPasses), then one read of the messages the
-   * batch names (two when it names some by our id and some by the network's).
+   * Live status reports, many at once: each report's forward update
+   * (statusUpdates) in one ordered bulkWrite, then one read of the messages
+   * the batch names (two when it names some by our id and some by the
+   * network's). When some forward updates matched nothing, the read tells
+   * which reports are late (their message is found and does not hold their
+   * status in `reports` yet): only those get their late update, in report
+   * order, and their messages are read again. The same as writing each
+   * report's forward then late update one after the other: a late update
+   * never changes what a forward update matches (the status), and matches
+   * nothing once its message holds its status (`reports` only grows), so the
+   * reports left out are those whose late update would have changed nothing.
+   *
    * Answers each report's message, and whether the report changed it: the
    * message holds the status in `reports` and its event mark in
    * `events_pending` (the mark stays until the event is stored, which is
@@ -351,25 +360,43 @@ export function createInbound(deps: {
    * count as a repeat is lost.
    */
   const liveStatuses = new GroupCommit<LiveStatus, { message: MessageRecord | null; changed: boolean }>(async (items) => {
-    await writeInTwoPasses(
-      items.map(({ match, status, at, error, set }) => {
-        const { forward, late } = statusUpdates(match, status, at, error, set);
-        return { first: { updateOne: forward }, rest: [{ updateOne: late }] };
-      }),
+    const updates = items.map(({ match, status, at, error, set }) => statusUpdates(match, status, at, error, set));
+    const forward = await col.bulkWrite(
+      updates.map((u) => ({ updateOne: u.forward })),
+      { ordered: true },
     );
     const ours = items.flatMap(({ match }) => ("_id" in match ? [match._id] : []));
     const theirs = items.flatMap(({ match }) => ("wa_message_id" in match ? [match.wa_message_id] : []));
     // All at once (batchSize): MongoDB's first batch is otherwise 101 documents, and the rest a getMore.
+    const read = (filter: Filter<MessageRecord>, n: number) => col.find(filter, { ...withoutSnapshot, batchSize: n }).toArray();
     const found = (
       await Promise.all([
-        ours.length ? col.find({ _id: { $in: ours }, direction: "outbound" }, { ...withoutSnapshot, batchSize: ours.length }).toArray() : [],
-        theirs.length ? col.find({ wa_message_id: { $in: theirs }, direction: "outbound" }, { ...withoutSnapshot, batchSize: theirs.length }).toArray() : [],
+        ours.length ? read({ _id: { $in: ours }, direction: "outbound" }, ours.length) : [],
+        theirs.length ? read({ wa_message_id: { $in: theirs }, direction: "outbound" }, theirs.length) : [],
       ])
     ).flat();
     const byId = new Map(found.map((m) => [m._id, m]));
     const byNetworkId = new Map(found.flatMap((m) => (m.wa_message_id ? [[m.wa_message_id, m] as const] : [])));
+    const messageOf = (match: ReportMatch) => ("_id" in match ? byId.get(match._id) : byNetworkId.get(match.wa_message_id)) ?? null;
+    if (forward.matchedCount < items.length) {
+      const late = items.flatMap((item, i) => {
+        const message = messageOf(item.match);
+        return message && !message.reports?.includes(item.status) ? [{ message, update: updates[i]!.late }] : [];
+      });
+      if (late.length) {
+        await col.bulkWrite(
+          late.map(({ update }) => ({ updateOne: update })),
+          { ordered: true },
+        );
+        const lateIds = [...new Set(late.map(({ message }) => message._id))];
+        for (const message of await read({ _id: { $in: lateIds } }, lateIds.length)) {
+          byId.set(message._id, message);
+          if (message.wa_message_id) byNetworkId.set(message.wa_message_id, message);
+        }
+      }
+    }
     return items.map(({ match, status }) => {
-      const message = ("_id" in match ? byId.get(match._id) : byNetworkId.get(match.wa_message_id)) ?? null;
+      const message = messageOf(match);
       const key = `${message?._id}:${status}`;
       const changed = !!message && !applied.has(key) && !!message.reports?.includes(status) && !!message.events_pending?.includes(status);
       if (changed) applied.set(key, true);
