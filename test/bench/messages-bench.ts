@@ -40,7 +40,10 @@ const ACCEPTING = /^((find|findAndModify|insert|update) (api_keys|workspaces|rat
  * the database: on the accepting request, and over the whole life of the
  * message until the simulator reported it read (no webhook endpoint), and
  * the CPU time the service and the embedded database (`databasePid`) spent
- * per message over that time.
+ * per message over that time, and the bench's own per send. Before the
+ * measured rounds: warm-up rounds until the database's JIT compiler has
+ * settled (SETTLED_COMPILER_SHARE); after them, a REST round paced at
+ * PACED_SENDS_PER_SECOND, with its dispatch latency and commands per message.
  */
 export async function runMessagesBench(options: { mongodbUri: string; databasePid?: number; concurrency: number; callsPerWorker: number }): Promise<string> {
   const database = `bench_messages_${Date.now()}`;
