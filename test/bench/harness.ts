@@ -24,6 +24,12 @@ export interface LoadResult {
    * work meanwhile, background work included); undefined without a server pid.
    */
   serverCpuMs?: number;
+  /**
+   * CPU time of the bench's own process per recorded request, in ms: the
+   * load generator's clients, and whatever else runs in it meanwhile (the
+   * sends bench's command counter). It shares the machine with the server.
+   */
+  benchCpuMs: number;
 }
 
 /** The p-th percentile (0-100) of sorted values. */
@@ -134,6 +140,8 @@ export async function runLoad(options: {
         setTimeout(() => void cpuSeconds(options.serverPid as number).then(resolve), Math.max(0, warmupUntil - performance.now())),
       )
     : undefined;
+  let benchCpuAtStart = process.cpuUsage();
+  const benchCpuTimer = setTimeout(() => (benchCpuAtStart = process.cpuUsage()), Math.max(0, warmupUntil - performance.now()));
   const worker = async (id: number) => {
     for (let calls = 0; calls < (options.callsPerWorker ?? Infinity); calls++) {
       if (options.perSecond) {
@@ -156,11 +164,14 @@ export async function runLoad(options: {
   };
   await Promise.all(Array.from({ length: options.concurrency }, (_, i) => worker(i)));
   if (sampler) clearInterval(sampler);
+  clearTimeout(benchCpuTimer);
+  const benchCpu = process.cpuUsage(benchCpuAtStart);
   const [cpuStart, cpuEnd] = options.serverPid ? [await cpuAtStart, await cpuSeconds(options.serverPid)] : [];
   const sorted = Float64Array.from(latencies).sort();
   const seconds = fixedWork ? (performance.now() - began) / 1000 : (options.seconds ?? 10);
   const serverCpuMs = cpuStart !== undefined && cpuEnd !== undefined && latencies.length > 0 ? ((cpuEnd - cpuStart) * 1000) / latencies.length : undefined;
-  return { name: options.name, requests: latencies.length, seconds, outcomes, latencies: sorted, peakRssMiB: peak, serverCpuMs };
+  const benchCpuMs = (benchCpu.user + benchCpu.system) / 1000 / Math.max(1, latencies.length);
+  return { name: options.name, requests: latencies.length, seconds, outcomes, latencies: sorted, peakRssMiB: peak, serverCpuMs, benchCpuMs };
 }
 
 /** Formats rows as an aligned text table with a header line. */
@@ -173,7 +184,7 @@ export function table(header: string[], rows: string[][]): string {
 /** Formats load results as the benchmark's table. */
 export function loadTable(results: LoadResult[]): string {
   return table(
-    ["run", "requests/s", "p50 ms", "p99 ms", "peak RSS MiB", "server CPU ms/request", "answers"],
+    ["run", "requests/s", "p50 ms", "p99 ms", "peak RSS MiB", "server CPU ms/request", "bench CPU ms/request", "answers"],
     results.map((r) => [
       r.name,
       (r.requests / r.seconds).toFixed(0),
@@ -181,6 +192,7 @@ export function loadTable(results: LoadResult[]): string {
       percentile(r.latencies, 99).toFixed(2),
       r.peakRssMiB === undefined ? "-" : r.peakRssMiB.toFixed(0),
       r.serverCpuMs === undefined ? "-" : r.serverCpuMs.toFixed(3),
+      r.benchCpuMs.toFixed(3),
       [...r.outcomes].map(([k, v]) => `${k}: ${v}`).join(", "),
     ]),
   );
