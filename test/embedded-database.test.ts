@@ -264,6 +264,98 @@ describe("the embedded database", () => {
     }
   });
 
+  it("applies every update operator as the library's own update does (an update against a findAndModify of the same document), on both backends", async () => {
+    // The update command copies only the fields an update names (ChangedFieldsUpdate.java); findAndModify is still
+    // the library's whole-document update. Each case runs as an update on one document and as a findAndModify on a
+    // twin (same fields, another _id): the documents stored after must be the same, and so must the errors.
+    const base = () => ({
+      status: "accepted",
+      n: 1,
+      price: 2.5,
+      created_at: new Date(1_700_000_000_000),
+      timeline: { accepted: new Date(1_700_000_000_000), notes: ["a"] },
+      reports: ["accepted"],
+      items: [
+        { k: 1, v: "one" },
+        { k: 2, v: "two" },
+        { k: 3, v: "three" },
+      ],
+      tags: ["x", "y"],
+      unique_key: "free",
+      send: { parameters: [{ name: "code", value: "1" }], flow: null },
+    });
+    // `modified`: the update's nModified (0: the document is left as it was).
+    type Case = { update: Record<string, unknown>; filter?: Record<string, unknown>; arrayFilters?: Record<string, unknown>[]; modified?: 0 | 1; error?: number };
+    const cases: Case[] = [
+      { update: { $set: { status: "sent", "timeline.sent": new Date(1_700_000_001_000) }, $push: { reports: "sent" } }, modified: 1 },
+      { update: { $set: { "send.parameters.0.value": "2", "send.flow": { id: "f" } } }, modified: 1 },
+      { update: { $unset: { "timeline.accepted": "", price: "" }, $inc: { n: 2, fresh: 1 } }, modified: 1 },
+      { update: { $push: { tags: { $each: ["z", "w"], $slice: -3 }, "timeline.notes": "b" } }, modified: 1 },
+      { update: { $addToSet: { tags: "x", reports: { $each: ["sent", "accepted"] } } }, modified: 1 },
+      { update: { $addToSet: { tags: "y" } }, modified: 0 },
+      { update: { $pull: { items: { k: { $gte: 2 } } }, $pop: { tags: 1 } }, modified: 1 },
+      { update: { $pullAll: { reports: ["accepted"] }, $min: { n: 0 }, $max: { price: 9 }, $mul: { fresh: 3 } }, modified: 1 },
+      { update: { $rename: { status: "state", "timeline.notes": "notes" } }, modified: 1 },
+      { update: { $set: { "items.$.v": "TWO" } }, filter: { "items.k": 2 }, modified: 1 },
+      { update: { $set: { "items.$[e].v": "big" } }, arrayFilters: [{ "e.k": { $gte: 2 } }], modified: 1 },
+      { update: { $set: { status: "accepted", "timeline.notes": ["a"] } }, modified: 0 },
+      { update: { $setOnInsert: { status: "ignored" } }, modified: 0 },
+      { update: { $set: { n: Long.fromNumber(1), price: 2.5 } }, modified: 0 },
+      { update: { $set: { _id: "other" } }, error: 66 },
+      { update: { $set: { timeline: 1 }, $inc: { "timeline.x": 1 } }, error: 40 },
+      { update: { $inc: { status: 1 } }, error: 14 },
+      { update: { $frobnicate: { n: 1 } }, error: 9 },
+      { update: { $set: { unique_key: "taken", status: "never stored" } }, error: 11000 },
+    ];
+    for (const backend of [{ kind: "memory" as const }, { kind: "h2" as const, file: path.join(temp, "operators", "database.mv"), commitIntervalMs: 100 }]) {
+      const db = await startEmbeddedMongo(backend);
+      const client = await new MongoClient(db.uri, { promoteLongs: false }).connect();
+      try {
+        const docs = client.db("app").collection<{ _id: string } & Record<string, unknown>>("docs");
+        await docs.createIndex({ unique_key: 1 }, { unique: true, sparse: true });
+        await docs.createIndex({ status: 1, n: 1 });
+        await docs.insertOne({ _id: "holder", unique_key: "taken" });
+        for (const [i, c] of cases.entries()) {
+          const ids = { update: `u${i}`, findAndModify: `f${i}` };
+          await docs.insertMany([{ _id: ids.update, ...base(), unique_key: ids.update }, { _id: ids.findAndModify, ...base(), unique_key: ids.findAndModify }]);
+          const options = c.arrayFilters ? { arrayFilters: c.arrayFilters } : {};
+          const [updated, found] = await Promise.allSettled([
+            docs.updateOne({ _id: ids.update, ...c.filter }, c.update, options),
+            docs.findOneAndUpdate({ _id: ids.findAndModify, ...c.filter }, c.update, { ...options, returnDocument: "after" }),
+          ]);
+          if (c.error !== undefined) {
+            expect(updated, JSON.stringify(c.update)).toMatchObject({ status: "rejected", reason: { code: c.error } });
+            expect(found, JSON.stringify(c.update)).toMatchObject({ status: "rejected", reason: { code: c.error } });
+          } else {
+            expect(updated, JSON.stringify(c.update)).toMatchObject({ status: "fulfilled", value: { matchedCount: 1, modifiedCount: c.modified } });
+            expect(found, JSON.stringify(c.update)).toMatchObject({ status: "fulfilled", value: { _id: ids.findAndModify } });
+          }
+          const [a, b] = await Promise.all([docs.findOne({ _id: ids.update }), docs.findOne({ _id: ids.findAndModify })]);
+          const rest = (d: typeof a) => {
+            const { _id, unique_key, ...fields } = d!;
+            return { fields, unique_key: unique_key === _id ? "own" : unique_key };
+          };
+          expect(rest(a), JSON.stringify(c.update)).toEqual(rest(b));
+          if (c.error !== undefined || c.modified === 0) expect(rest(a).fields, JSON.stringify(c.update)).toEqual(rest({ _id: "", ...base() }).fields);
+        }
+        // Many documents, some changed and some not; the indexes follow (a find by the secondary index sees each change).
+        await docs.insertMany(Array.from({ length: 6 }, (_, i) => ({ _id: `m${i}`, group: "m", status: i % 2 ? "sent" : "accepted", n: i })));
+        expect(await docs.updateMany({ group: "m" }, { $set: { status: "sent" } })).toMatchObject({ matchedCount: 6, modifiedCount: 3 });
+        expect(await docs.countDocuments({ status: "sent", n: { $gte: 0 }, group: "m" })).toBe(6);
+        expect(await docs.countDocuments({ status: "accepted", n: { $gte: 0 }, group: "m" })).toBe(0);
+        // What the library still does: an upsert that inserts, and a replacement.
+        expect(await docs.updateOne({ _id: "up" }, { $set: { status: "new" }, $setOnInsert: { n: 7 } }, { upsert: true })).toMatchObject({ upsertedCount: 1 });
+        expect(await docs.findOne({ _id: "up" })).toEqual({ _id: "up", status: "new", n: 7 });
+        expect(await docs.replaceOne({ _id: "up" }, { status: "replaced" })).toMatchObject({ matchedCount: 1, modifiedCount: 1 });
+        expect(await docs.findOne({ _id: "up" })).toEqual({ _id: "up", status: "replaced" });
+        expect(await docs.updateOne({ _id: "none" }, { $set: { n: 1 } })).toMatchObject({ matchedCount: 0, modifiedCount: 0 });
+      } finally {
+        await client.close();
+        await db.stop();
+      }
+    }
+  });
+
   it("updates documents in place while the H2 store writes them in the background, without closing the store", async () => {
     // The library changes a found document's instance in place (fields added and removed); the writer (here
     // every millisecond) must never encode an instance while it changes: a ConcurrentModificationException

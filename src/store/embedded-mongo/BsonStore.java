@@ -145,7 +145,7 @@ final class BsonStore {
      * How the documents a query returns are copied, by the command that asked (see {@link #detached}).
      */
     enum Copy {
-        /** The instances stored: the command only reads them (find). */
+        /** The instances stored: the command does not change them (find; update, see {@code ChangedFieldsUpdate}). */
         NONE,
         /** A new top-level map per document, sharing its values: the library's update changes only that map. */
         TOP_LEVEL,
@@ -154,13 +154,24 @@ final class BsonStore {
 
         /** The copy {@code command} (a command name, in any case) needs. */
         static Copy forCommand(String command) {
-            if (command.equalsIgnoreCase("find")) {
+            if (command.equalsIgnoreCase("find") || command.equalsIgnoreCase("update")) {
                 return NONE;
             }
-            if (command.equalsIgnoreCase("update") || command.equalsIgnoreCase("findAndModify")) {
+            if (command.equalsIgnoreCase("findAndModify")) {
                 return TOP_LEVEL;
             }
             return DEEP;
+        }
+    }
+
+    /** What {@code work} returns, with {@code copy} as this thread's copy meanwhile. */
+    static <T> T withCopy(Copy copy, java.util.function.Supplier<T> work) {
+        Copy before = COPY.get();
+        COPY.set(copy);
+        try {
+            return work.get();
+        } finally {
+            COPY.set(before);
         }
     }
 
@@ -171,12 +182,13 @@ final class BsonStore {
      * The documents of a query's first batch, copied as the command handled by this thread needs ({@link #COPY}).
      * The library updates a document by changing the instance its query returned and putting it back; with H2,
      * that instance is the one in the map's page, which the background writer may be encoding at that moment (a
-     * {@code ConcurrentModificationException} that closes the store). Every update and findAndModify finds its
-     * documents through {@code queryDocuments}, and its change (AbstractMongoCollection.updateDocument) removes and
-     * puts top-level fields of that instance only, each new value a new object (the new document is built from a
-     * deep copy): a new top-level map per document is enough to keep every instance in a page unchanged once
-     * stored. A find then needs no copy at all; any other command (aggregate, distinct, …) gets a deep copy, as it
-     * may change what it reads.
+     * {@code ConcurrentModificationException} that closes the store). A findAndModify (and an update the library
+     * handles: a replacement, an upsert that inserts) finds its documents through {@code queryDocuments}, and its
+     * change (AbstractMongoCollection.updateDocument) removes and puts top-level fields of that instance only, each
+     * new value a new object (the new document is built from a deep copy): a new top-level map per document is
+     * enough to keep every instance in a page unchanged once stored. A find needs no copy at all, nor does an update
+     * of operators ({@code ChangedFieldsUpdate} puts a new document in the old one's place); any other command
+     * (aggregate, distinct, …) gets a deep copy, as it may change what it reads.
      */
     static QueryResult detached(QueryResult result) {
         Copy copy = COPY.get();

@@ -16,6 +16,8 @@ import de.bwaldvogel.mongo.MongoDatabase;
 import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.MongoVersion;
 import de.bwaldvogel.mongo.backend.AbstractCursor;
+import de.bwaldvogel.mongo.backend.ArrayFilters;
+import de.bwaldvogel.mongo.backend.ChangedFieldsUpdate;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.DatabaseResolver;
@@ -59,6 +61,9 @@ import io.netty.channel.Channel;
  * <p>The H2 backend's storage is {@link BsonStore}'s: documents as BSON, indexes in memory ({@link UniqueIndex},
  * {@link SecondaryIndex}), and query results as copies (the library changes found documents in place; H2 writes
  * pages in the background).
+ *
+ * <p>An update command's statements of operators are applied by {@link ChangedFieldsUpdate}, which copies only the
+ * top-level fields an update names where the library copies and compares whole documents several times over.
  *
  * <p>Find replies come in batches as MongoDB's do: 101 documents first where no batch size is asked for, never
  * more than 16 MiB ({@link #inBatches}).
@@ -292,6 +297,14 @@ public final class EmbeddedMongoServer {
                                         ? super.queryDocuments(query, orderBy, skip, limit, batchSize, fields)
                                         : matchDocuments(query, plan.positions(), plan.orderBy(), skip, limit, batchSize, fields);
                                 }
+
+                                @Override
+                                public synchronized Document updateDocuments(Document selector, Document update, ArrayFilters arrayFilters,
+                                                                             boolean multi, boolean upsert, Oplog oplog) {
+                                    Document result = ChangedFieldsUpdate.update(this, selector, update, arrayFilters, multi, upsert, oplog,
+                                        ChangedFieldsUpdate.Storage.IN_PLACE);
+                                    return result != null ? result : super.updateDocuments(selector, update, arrayFilters, multi, upsert, oplog);
+                                }
                             };
                         }
                     };
@@ -349,6 +362,19 @@ public final class EmbeddedMongoServer {
                                     return BsonStore.detached(plan == null
                                         ? super.queryDocuments(query, orderBy, skip, limit, batchSize, fields)
                                         : matchDocuments(query, plan.positions(), plan.orderBy(), skip, limit, batchSize, fields));
+                                }
+
+                                @Override
+                                public synchronized Document updateDocuments(Document selector, Document update, ArrayFilters arrayFilters,
+                                                                             boolean multi, boolean upsert, Oplog oplog) {
+                                    Document result = ChangedFieldsUpdate.update(this, selector, update, arrayFilters, multi, upsert, oplog,
+                                        ChangedFieldsUpdate.Storage.REPLACED);
+                                    if (result != null) {
+                                        return result;
+                                    }
+                                    // The library's own update changes the instances it finds: they must be copies.
+                                    return BsonStore.withCopy(BsonStore.Copy.TOP_LEVEL,
+                                        () -> super.updateDocuments(selector, update, arrayFilters, multi, upsert, oplog));
                                 }
                             };
                         }
