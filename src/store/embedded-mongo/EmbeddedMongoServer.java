@@ -3,8 +3,11 @@ import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.Stream;
 
 import org.h2.mvstore.MVMap;
@@ -258,6 +261,41 @@ public final class EmbeddedMongoServer {
         return (int) Math.min(Integer.MAX_VALUE, size);
     }
 
+    /**
+     * The fields a projection leaves out when it only leaves out top-level fields ({@code {send: 0}}), or null for
+     * any other projection (or none). The library answers a projection that only excludes with a deep copy of each
+     * document it then removes the fields from: under the send benchmark that copy was a twentieth of the database's
+     * CPU, for messages read back without their send snapshot. A copy of the top-level map, the same fields removed,
+     * is the same answer ({@link #withoutFields}); other projections are the library's.
+     */
+    private static Set<String> topLevelExclusions(Document fields) {
+        if (fields == null || fields.isEmpty()) {
+            return null;
+        }
+        Set<String> excluded = new HashSet<>();
+        for (Map.Entry<String, Object> field : fields.entrySet()) {
+            String name = field.getKey();
+            Object value = field.getValue();
+            boolean excludes = Boolean.FALSE.equals(value) || (value instanceof Number number && number.doubleValue() == 0);
+            if (!excludes || name.isEmpty() || name.contains(".") || name.startsWith("$")) {
+                return null;
+            }
+            excluded.add(name);
+        }
+        return excluded;
+    }
+
+    /** New top-level maps of {@code documents} without the fields {@code excluded}, sharing every other value. */
+    private static List<Document> withoutFields(Iterable<Document> documents, Set<String> excluded) {
+        List<Document> projected = new ArrayList<>();
+        for (Document document : documents) {
+            Document copy = document.clone();
+            copy.keySet().removeAll(excluded);
+            projected.add(copy);
+        }
+        return projected;
+    }
+
     /** The H2 store of the running server, for the collections its databases open. */
     private static MVStore store;
 
@@ -296,6 +334,15 @@ public final class EmbeddedMongoServer {
                                     return plan == null
                                         ? super.queryDocuments(query, orderBy, skip, limit, batchSize, fields)
                                         : matchDocuments(query, plan.positions(), plan.orderBy(), skip, limit, batchSize, fields);
+                                }
+
+                                @Override
+                                protected QueryResult matchDocumentsFromStream(Document query, Stream<Document> documents, int skip, int limit, int batchSize,
+                                                                               Comparator<Document> order, Document fields) {
+                                    Set<String> excluded = topLevelExclusions(fields);
+                                    return excluded == null
+                                        ? super.matchDocumentsFromStream(query, documents, skip, limit, batchSize, order, fields)
+                                        : createQueryResult(withoutFields(super.matchDocumentsFromStream(query, documents, skip, limit, 0, order, null), excluded), batchSize);
                                 }
 
                                 @Override
@@ -362,6 +409,15 @@ public final class EmbeddedMongoServer {
                                     return BsonStore.detached(plan == null
                                         ? super.queryDocuments(query, orderBy, skip, limit, batchSize, fields)
                                         : matchDocuments(query, plan.positions(), plan.orderBy(), skip, limit, batchSize, fields));
+                                }
+
+                                @Override
+                                protected QueryResult matchDocumentsFromStream(Document query, Stream<Document> documents, int skip, int limit, int batchSize,
+                                                                               Comparator<Document> order, Document fields) {
+                                    Set<String> excluded = topLevelExclusions(fields);
+                                    return excluded == null
+                                        ? super.matchDocumentsFromStream(query, documents, skip, limit, batchSize, order, fields)
+                                        : createQueryResult(withoutFields(super.matchDocumentsFromStream(query, documents, skip, limit, 0, order, null), excluded), batchSize);
                                 }
 
                                 @Override
