@@ -87,6 +87,9 @@ function createCapabilities(platform: Platform, auditLog: AuditLog): Capability[
   ];
 }
 
+/** The application name the service gives the database in its connections' handshake (MongoDB's `appName`). */
+export const DATABASE_APP_NAME = "messaging-service";
+
 /**
  * The composition root (STYLE.md): builds the MongoDB client, stores, Agenda,
  * admission, the capabilities, interceptors and both ports, as production
@@ -103,6 +106,9 @@ export async function startService(options: StartOptions): Promise<RunningServic
   // Money and state are written with w: "majority" and read from the primary (DESIGN.md §5), stated here
   // rather than left to the server's defaults.
   const client = new MongoClient(config.mongodbUri, {
+    // The name MongoDB's logs and currentOp show for these connections, unless the URI gives one
+    // (the embedded database counts commands by it: src/store/embedded-mongo/CommandCounts.java).
+    ...(/[?&]appName=/i.test(config.mongodbUri) ? {} : { appName: DATABASE_APP_NAME }),
     ignoreUndefined: true,
     serverSelectionTimeoutMS: 10_000,
     writeConcern: { w: "majority" },

@@ -63,6 +63,30 @@ describe("the embedded database", () => {
     }
   });
 
+  it("counts the commands it handles by the application that sent them, for the benchmarks (a bulk write is one)", async () => {
+    const db = await startEmbeddedMongo({ kind: "memory" });
+    const clients = await Promise.all(["counted-app", "other-app"].map((appName) => new MongoClient(db.uri, { appName }).connect()));
+    try {
+      const counts = async (application: string) => {
+        const reply = await clients[1]!.db("admin").command({ embeddedCommandCounts: application });
+        return Object.fromEntries((reply.commands as { name: string; count: number }[]).map((c) => [c.name, Number(c.count)]));
+      };
+      const things = clients[0]!.db("app").collection<{ _id: number; n?: number }>("things");
+      await things.insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: i })));
+      await things.bulkWrite(Array.from({ length: 10 }, (_, i) => ({ updateOne: { filter: { _id: i }, update: { $set: { n: i } } } })));
+      await things.findOne({ _id: 3 });
+      await expect(things.insertOne({ _id: 3 })).rejects.toMatchObject({ code: 11000 });
+      await clients[1]!.db("app").collection("things").findOne({});
+      expect(await counts("counted-app")).toMatchObject({ "insert things": 2, "update things": 1, "find things": 1 });
+      expect(await counts("other-app")).toMatchObject({ "find things": 1 });
+      expect(await counts("other-app")).not.toHaveProperty("embeddedCommandCounts");
+      expect(await counts("no-such-app")).toEqual({});
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+      await db.stop();
+    }
+  });
+
   /** Documents of every BSON type the service stores, and a compound unique index over them. */
   const sample = () => [
     { _id: "a", v: 1, at: new Date(1_700_000_000_123), big: Long.fromString("9007199254740993"), x: 1.5, none: null, ok: true },

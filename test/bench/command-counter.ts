@@ -1,16 +1,26 @@
 import net from "node:net";
+import { MongoClient } from "mongodb";
+import { DATABASE_APP_NAME } from "../../src/server.js";
 
 /** Commands seen, by "<command> <collection>" (for example "insert messages"). */
 export type CommandCounts = Map<string, number>;
 
-/** A counting relay between the service and its database. */
+/**
+ * The database commands of the service under measure: counted by the
+ * embedded database itself where the bench runs on it, through a relay on
+ * the wire otherwise (startCommandCounter).
+ */
 export interface CommandCounter {
-  /** Connection string to give the service instead of the database's. */
+  /** Connection string to give the service. */
   readonly uri: string;
-  /** A copy of the counts so far. */
-  snapshot(): CommandCounts;
-  /** Time spent waiting for the database's answers so far, in ms, by the same keys. */
-  waited(): CommandCounts;
+  /** Where the commands are counted, for the tables' titles ("by the embedded database", "on the wire"). */
+  readonly where: string;
+  /** What `times` measures, as a column header: the database's time handling a command, or the wait for its answer. */
+  readonly timeHeader: string;
+  /** The counts so far. */
+  snapshot(): Promise<CommandCounts>;
+  /** Time per command so far, in ms, by the same keys (see `timeHeader`). */
+  times(): Promise<CommandCounts>;
   close(): Promise<void>;
 }
 
@@ -88,6 +98,35 @@ function messageHeads(onMessage: (head: Buffer) => void): (chunk: Buffer) => voi
 }
 
 /**
+ * Counts the service's commands (those of connections whose handshake names
+ * DATABASE_APP_NAME). The embedded database counts what it handles, by
+ * application, and answers `{embeddedCommandCounts: <application>}`
+ * (src/store/embedded-mongo/CommandCounts.java): the service then talks to
+ * it directly, as it does when deployed, and `times` is the database's
+ * handling time. Any other server is counted through a relay
+ * (startCommandRelay), whose second hop the service then pays.
+ */
+export async function startCommandCounter(mongodbUri: string): Promise<CommandCounter> {
+  const client = await new MongoClient(mongodbUri, { appName: "bench-command-counter" }).connect();
+  const read = async () =>
+    (await client.db("admin").command({ embeddedCommandCounts: DATABASE_APP_NAME })) as unknown as { commands: { name: string; count: number; nanos: number }[] };
+  try {
+    await read();
+  } catch {
+    await client.close();
+    return startCommandRelay(mongodbUri);
+  }
+  return {
+    uri: mongodbUri,
+    where: "by the embedded database",
+    timeHeader: "mean ms handling",
+    snapshot: async () => new Map((await read()).commands.map((c) => [c.name, Number(c.count)])),
+    times: async () => new Map((await read()).commands.map((c) => [c.name, Number(c.nanos) / 1e6])),
+    close: () => client.close(),
+  };
+}
+
+/**
  * Starts a TCP relay on a loopback port in front of the database at
  * `mongodbUri` that counts what the service sends, command by command, on
  * the wire (MongoDB's OP_MSG: the first element of the body names the
@@ -96,7 +135,7 @@ function messageHeads(onMessage: (head: Buffer) => void): (chunk: Buffer) => voi
  * benchmarks' write budget counts. Handshakes and heartbeats (hello,
  * isMaster, ping) are counted too, under their own names.
  */
-export async function startCommandCounter(mongodbUri: string): Promise<CommandCounter> {
+async function startCommandRelay(mongodbUri: string): Promise<CommandCounter> {
   const target = new URL(mongodbUri.replace(/^mongodb:/, "http:"));
   const counts: CommandCounts = new Map();
   const waits: CommandCounts = new Map();
@@ -140,8 +179,10 @@ export async function startCommandCounter(mongodbUri: string): Promise<CommandCo
   const port = (server.address() as net.AddressInfo).port;
   return {
     uri: `mongodb://127.0.0.1:${port}/?directConnection=true`,
-    snapshot: () => new Map(counts),
-    waited: () => new Map(waits),
+    where: "on the wire (a relay in front of the database)",
+    timeHeader: "mean wait ms",
+    snapshot: () => Promise.resolve(new Map(counts)),
+    times: () => Promise.resolve(new Map(waits)),
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();

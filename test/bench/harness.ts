@@ -27,7 +27,8 @@ export interface LoadResult {
   /**
    * CPU time of the bench's own process per recorded request, in ms: the
    * load generator's clients, and whatever else runs in it meanwhile (the
-   * sends bench's command counter). It shares the machine with the server.
+   * command relay, where one counts: command-counter.ts). It shares the
+   * machine with the server.
    */
   benchCpuMs: number;
 }

@@ -116,10 +116,10 @@ export async function runMeBench(options: MeBenchOptions): Promise<string> {
   /** Database commands per phase of the service's drivers, by name. */
   const commands: [string, number, CommandCounts][] = [];
   const measured = async (load: Parameters<typeof runLoad>[0]) => {
-    const before = counter.snapshot();
+    const before = await counter.snapshot();
     const result = await runLoad(load);
     results.push(result);
-    commands.push([result.name, result.requests, countsBetween(before, counter.snapshot())]);
+    commands.push([result.name, result.requests, countsBetween(before, await counter.snapshot())]);
   };
   try {
     // Warm-up, not measured (as in the send bench): a round of each driver with keys of its own, so that the
@@ -180,7 +180,7 @@ export async function runMeBench(options: MeBenchOptions): Promise<string> {
     `REST / Connect throughput: within budget ${ratio("REST GET /v1/me, within", "Connect JSON GetMe, within")}, over budget ${ratio("REST GET /v1/me, over", "Connect JSON GetMe, over")}`,
     `REST / trivial Connect handler: within budget ${ratio("REST GET /v1/me, within", "trivial")}, over budget ${ratio("REST GET /v1/me, over", "trivial")}`,
     "",
-    "Database commands per request, counted on the wire (heartbeats left out), by phase:",
+    `Database commands per request, counted ${counter.where} (heartbeats left out), by phase:`,
     table(
       ["run", "per request", "commands"],
       commands.map(([name, requests, counts]) => [name, ...commandCells(counts, requests)]),

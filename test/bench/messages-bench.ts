@@ -11,7 +11,7 @@ import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js"
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { SendMessageRequestSchema } from "../../gen/messaging/v1/messages_pb.js";
 import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
-import { countsBetween, startCommandCounter, workCommands, type CommandCounts } from "./command-counter.js";
+import { countsBetween, startCommandCounter, workCommands, type CommandCounter, type CommandCounts } from "./command-counter.js";
 import { benchProcessEntry, cpuSeconds, jitCompilerCpuSeconds, loadTable, percentile, rssMiB, runLoad, table, type LoadResult } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
@@ -36,8 +36,8 @@ const ACCEPTING = /^((find|findAndModify|insert|update) (api_keys|workspaces|rat
  * measured in the same run. Each worker has its own key (100 requests/min),
  * making `callsPerWorker` sends. Afterwards: how long dispatch took
  * (acceptance to the network's acceptance, sent_at − created_at), and the
- * database commands per message, counted on the wire by a relay in front of
- * the database: on the accepting request, and over the whole life of the
+ * database commands per message (counted by the embedded database, or on
+ * the wire by a relay: startCommandCounter): on the accepting request, and over the whole life of the
  * message until the simulator reported it read (no webhook endpoint), and
  * the CPU time the service and the embedded database (`databasePid`) spent
  * per message over that time, and the bench's own per send. Before the
@@ -204,10 +204,10 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
     }
     const restKeys = await newKeys();
     const grpcKeys = await newKeys();
-    const before = counter.snapshot();
+    const before = await counter.snapshot();
     const cpuBefore = await cpuOfServiceAndDatabase();
     const clientsCpuBefore = process.cpuUsage();
-    const waitedBefore = counter.waited();
+    const timesBefore = await counter.times();
     results.push(await restLoad("REST POST /v1/messages", restKeys));
 
     results.push(await grpcLoad("gRPC SendMessage (grpc-js)", grpcKeys));
@@ -232,19 +232,19 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
     // Dispatch: wait until every accepted message was reported read, then measure acceptance → sent.
     const peak = await settle([...restKeys.ids, ...grpcKeys.ids]);
     const cpuAfter = await cpuOfServiceAndDatabase();
-    const life = countsBetween(before, counter.snapshot());
-    const waited = countsBetween(waitedBefore, counter.waited());
+    const life = countsBetween(before, await counter.snapshot());
+    const times = countsBetween(timesBefore, await counter.times());
     const measuredDispatch = await dispatchOf([...restKeys.ids, ...grpcKeys.ids]);
     const sends = measuredDispatch.messages;
 
     // At a steady 500 sends/s (REST), after the rest has settled: how long a message waits to be sent when the
     // service is not at its limit.
     const pacedKeys = await newKeys();
-    const pacedBefore = counter.snapshot();
+    const pacedBefore = await counter.snapshot();
     results.push(await restLoad(`REST POST /v1/messages, ${PACED_SENDS_PER_SECOND}/s (paced)`, pacedKeys, PACED_SENDS_PER_SECOND));
     const pacedPeak = await settle(pacedKeys.ids);
     const pacedDispatch = await dispatchOf(pacedKeys.ids);
-    const pacedCommands = commandsPerMessage(countsBetween(pacedBefore, counter.snapshot()), pacedDispatch.messages);
+    const pacedCommands = commandsPerMessage(countsBetween(pacedBefore, await counter.snapshot()), pacedDispatch.messages);
     const dispatchTable = table(
       ["run", "messages", "messages/s", "p50 ms", "p99 ms", "peak RSS MiB"],
       [
@@ -278,13 +278,13 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
       loadTable(results),
       `REST / trivial Connect handler: ${ratio("REST")}; gRPC / trivial Connect handler: ${ratio("gRPC")}`,
       "",
-      commandTable(life, waited, sends),
+      commandTable(life, times, sends, counter),
       `At ${PACED_SENDS_PER_SECOND} sends/s (the paced round, until its last message was read): accepting request ${pacedCommands.accepting.toFixed(3)} per message; whole life ${pacedCommands.total.toFixed(3)} per message`,
       "",
       "Dispatch by the same process (messages/s: from the first acceptance to the last network acceptance; latency: acceptance → sent)",
       dispatchTable,
       cpuLine,
-      `CPU of the bench's own process (its clients, the command counter) over the two measured rounds: ${((clientsCpu.user + clientsCpu.system) / 1000 / sends).toFixed(2)} ms per send`,
+      `CPU of the bench's own process (its clients; the command relay, where one counts) over the two measured rounds: ${((clientsCpu.user + clientsCpu.system) / 1000 / sends).toFixed(2)} ms per send`,
     ].join("\n");
   } finally {
     await Promise.all([stopProcess(service.child), stopProcess(trivial.child)]);
@@ -303,14 +303,14 @@ function commandsPerMessage(counts: CommandCounts, sends: number): { accepting: 
 }
 
 /** Database commands per message, by command and collection: the accepting request's and the whole life's. */
-function commandTable(counts: CommandCounts, waited: CommandCounts, sends: number): string {
+function commandTable(counts: CommandCounts, times: CommandCounts, sends: number, counter: CommandCounter): string {
   const rows = workCommands(counts);
   const { accepting, total } = commandsPerMessage(counts, sends);
   return [
-    `Database commands per message, counted on the wire over ${sends} messages from acceptance to "read" (no webhook endpoint):`,
+    `Database commands per message, counted ${counter.where} over ${sends} messages from acceptance to "read" (no webhook endpoint):`,
     table(
-      ["command and collection", "commands", "per message", "mean wait ms"],
-      rows.map(([key, n]) => [key, String(n), (n / sends).toFixed(3), ((waited.get(key) ?? 0) / n).toFixed(2)]),
+      ["command and collection", "commands", "per message", counter.timeHeader],
+      rows.map(([key, n]) => [key, String(n), (n / sends).toFixed(3), ((times.get(key) ?? 0) / n).toFixed(2)]),
     ),
     `accepting request: ${accepting.toFixed(3)} per message; whole life: ${total.toFixed(3)} per message`,
   ].join("\n");

@@ -113,9 +113,9 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
     const sampler = setInterval(() => void rssMiB(service.child.pid!).then((mib) => (peak = Math.max(peak, mib ?? 0))), 100);
     const measure = async (name: string, run: () => Promise<{ deliveries: number; seconds: number; latencies: number[]; bad: number; note: string }>) => {
       peak = 0;
-      const before = counter.snapshot();
+      const before = await counter.snapshot();
       const r = await run();
-      const commands = countsBetween(before, counter.snapshot());
+      const commands = countsBetween(before, await counter.snapshot());
       rows.push({ name, deliveries: r.deliveries, seconds: r.seconds, latencies: r.latencies, peakRssMiB: peak, badSignatures: r.bad, note: r.note, commands });
     };
     const collect = async (expected: number, field: "received" | "backlog") => {
@@ -245,7 +245,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
     "Latency: from the publishing call to the receiver's arrival (same machine, monotonic clock).",
     `32 publishers / bare sign-and-POST loop: ${(rate("new events, 32 publishers") / rate("bare sign-and-POST")).toFixed(2)}`,
     "",
-    "Database commands per delivery, counted on the wire (heartbeats left out), by run:",
+    `Database commands per delivery, counted ${counter.where} (heartbeats left out), by run:`,
     table(
       ["run", "per delivery", "commands"],
       rows

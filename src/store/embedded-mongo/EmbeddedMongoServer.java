@@ -68,6 +68,8 @@ import io.netty.channel.Channel;
  * <p>An update command's statements of operators are applied by {@link ChangedFieldsUpdate}, which copies only the
  * top-level fields an update names where the library copies and compares whole documents several times over.
  *
+ * <p>It counts the commands it handles, by the application that sent them ({@link CommandCounts}), for the benchmarks.
+ *
  * <p>Find replies come in batches as MongoDB's do: 101 documents first where no batch size is asked for, never
  * more than 16 MiB ({@link #inBatches}).
  */
@@ -303,6 +305,11 @@ public final class EmbeddedMongoServer {
         if (args.length == 1 && args[0].equals("memory")) {
             return new MemoryBackend() {
                 @Override
+                public Document handleCommand(Channel channel, String databaseName, String command, Document query) {
+                    return CommandCounts.handle(channel, command, query, () -> super.handleCommand(channel, databaseName, command, query));
+                }
+
+                @Override
                 public MemoryDatabase openOrCreateDatabase(String databaseName) {
                     return new MemoryDatabase(databaseName, getCursorRegistry()) {
                         @Override
@@ -361,6 +368,11 @@ public final class EmbeddedMongoServer {
         if (args.length == 3 && args[0].equals("h2")) {
             store = BsonStore.open(args[1], Integer.parseInt(args[2]));
             return new H2Backend(store) {
+                @Override
+                public Document handleCommand(Channel channel, String databaseName, String command, Document query) {
+                    return CommandCounts.handle(channel, command, query, () -> super.handleCommand(channel, databaseName, command, query));
+                }
+
                 @Override
                 protected MongoDatabase openOrCreateDatabase(String databaseName) {
                     return new H2Database(databaseName, store, getCursorRegistry()) {
