@@ -62,8 +62,8 @@ import io.netty.channel.Channel;
  * query on any other field read the whole collection; those indexes are now kept ({@link SecondaryIndex}).
  *
  * <p>The H2 backend's storage is {@link BsonStore}'s: documents as BSON, indexes in memory ({@link UniqueIndex},
- * {@link SecondaryIndex}), and query results as copies (the library changes found documents in place; H2 writes
- * pages in the background).
+ * {@link SecondaryIndex}), and query results as copies where the library's own update changes the documents it
+ * finds (H2 writes pages in the background: {@link BsonStore#detached}).
  *
  * <p>An update command's statements of operators are applied by {@link ChangedFieldsUpdate}, which copies only the
  * top-level fields an update names where the library copies and compares whole documents several times over.
