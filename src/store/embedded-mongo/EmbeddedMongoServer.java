@@ -8,6 +8,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BiFunction;
 import java.util.stream.Stream;
 
 import org.h2.mvstore.MVMap;
@@ -268,7 +269,7 @@ public final class EmbeddedMongoServer {
      * any other projection (or none). The library answers a projection that only excludes with a deep copy of each
      * document it then removes the fields from: under the send benchmark that copy was a twentieth of the database's
      * CPU, for messages read back without their send snapshot. A copy of the top-level map, the same fields removed,
-     * is the same answer ({@link #withoutFields}); other projections are the library's.
+     * is the same answer ({@link #projected}); other projections are the library's.
      */
     private static Set<String> topLevelExclusions(Document fields) {
         if (fields == null || fields.isEmpty()) {
@@ -287,15 +288,25 @@ public final class EmbeddedMongoServer {
         return excluded;
     }
 
-    /** New top-level maps of {@code documents} without the fields {@code excluded}, sharing every other value. */
-    private static List<Document> withoutFields(Iterable<Document> documents, Set<String> excluded) {
+    /**
+     * A query's result under the projection {@code fields}: the library's ({@code match} with the batch size and the
+     * projection) unless the projection only leaves out top-level fields ({@link #topLevelExclusions}); then the
+     * library's result without projection or batches, each document a new top-level map without those fields that
+     * shares every other value, batched by {@code batches} (the collection's {@code createQueryResult}).
+     */
+    private static QueryResult projected(Document fields, int batchSize, BiFunction<List<Document>, Integer, QueryResult> batches,
+                                         BiFunction<Integer, Document, QueryResult> match) {
+        Set<String> excluded = topLevelExclusions(fields);
+        if (excluded == null) {
+            return match.apply(batchSize, fields);
+        }
         List<Document> projected = new ArrayList<>();
-        for (Document document : documents) {
+        for (Document document : match.apply(0, null)) {
             Document copy = document.clone();
             copy.keySet().removeAll(excluded);
             projected.add(copy);
         }
-        return projected;
+        return batches.apply(projected, batchSize);
     }
 
     /** The H2 store of the running server, for the collections its databases open. */
@@ -346,10 +357,8 @@ public final class EmbeddedMongoServer {
                                 @Override
                                 protected QueryResult matchDocumentsFromStream(Document query, Stream<Document> documents, int skip, int limit, int batchSize,
                                                                                Comparator<Document> order, Document fields) {
-                                    Set<String> excluded = topLevelExclusions(fields);
-                                    return excluded == null
-                                        ? super.matchDocumentsFromStream(query, documents, skip, limit, batchSize, order, fields)
-                                        : createQueryResult(withoutFields(super.matchDocumentsFromStream(query, documents, skip, limit, 0, order, null), excluded), batchSize);
+                                    return projected(fields, batchSize, this::createQueryResult,
+                                        (size, projection) -> super.matchDocumentsFromStream(query, documents, skip, limit, size, order, projection));
                                 }
 
                                 @Override
@@ -426,10 +435,8 @@ public final class EmbeddedMongoServer {
                                 @Override
                                 protected QueryResult matchDocumentsFromStream(Document query, Stream<Document> documents, int skip, int limit, int batchSize,
                                                                                Comparator<Document> order, Document fields) {
-                                    Set<String> excluded = topLevelExclusions(fields);
-                                    return excluded == null
-                                        ? super.matchDocumentsFromStream(query, documents, skip, limit, batchSize, order, fields)
-                                        : createQueryResult(withoutFields(super.matchDocumentsFromStream(query, documents, skip, limit, 0, order, null), excluded), batchSize);
+                                    return projected(fields, batchSize, this::createQueryResult,
+                                        (size, projection) -> super.matchDocumentsFromStream(query, documents, skip, limit, size, order, projection));
                                 }
 
                                 @Override
