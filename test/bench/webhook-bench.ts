@@ -66,8 +66,9 @@ interface Row {
  * - beside them, a bare loop that only signs and POSTs (undici, keep-alive,
  *   32 at once) to the same receivers: the ceiling without a database.
  *
- * A relay in front of the database counts every command of each run on the
- * wire (test/bench/command-counter.ts), printed per delivery.
+ * The service's commands of each run are counted (by the embedded database,
+ * or by a relay in front of another: test/bench/command-counter.ts) and
+ * printed per delivery.
  */
 export async function runWebhookBench(options: WebhookBenchOptions): Promise<string> {
   const receivers = await startProcess(benchProcessEntry("webhook-receivers"), { RECEIVERS: String(RECEIVERS) }, (line) =>

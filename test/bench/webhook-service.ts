@@ -9,7 +9,7 @@ import { createLogger } from "../../src/shared/logger.js";
  * the service (ROLE=all, configured from the environment) and, standing in
  * for the messaging capability, a publisher loop that calls the event bus
  * as a network report does. Its memory and CPU are the service's, apart
- * from the benchmark's receivers, database relay and bare loop, which run
+ * from the benchmark's receivers, command counting and bare loop, which run
  * in other processes.
  *
  * Control (JSON over HTTP on a loopback port, printed on the first line as
