@@ -2,6 +2,7 @@ package de.bwaldvogel.mongo.backend;
 
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -119,7 +120,7 @@ public final class ChangedFieldsUpdate {
         }
         Utils.validateFieldNames(updated);
 
-        boolean sameFields = new ArrayList<>(found.keySet()).equals(new ArrayList<>(updated.keySet()));
+        boolean sameFields = sameOrder(found.keySet(), updated.keySet());
         boolean changed = !sameFields;
         boolean modified = !sameFields;
         for (String field : touched) {
@@ -149,6 +150,20 @@ public final class ChangedFieldsUpdate {
             found.putAll(updated);
         }
         return modified;
+    }
+
+    /** Whether two documents have the same fields in the same order (as {@code Document.equals} requires). */
+    private static boolean sameOrder(Set<String> a, Set<String> b) {
+        if (a.size() != b.size()) {
+            return false;
+        }
+        Iterator<String> other = b.iterator();
+        for (String field : a) {
+            if (!field.equals(other.next())) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The top-level fields an update's paths start with, and those {@code $rename} moves fields to. */
