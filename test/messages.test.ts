@@ -112,6 +112,36 @@ describe("POST /v1/messages over REST", () => {
     expect(ledger.data.find((e) => e.messageId === message.message_id)).toMatchObject({ id: `spend:${message.message_id}`, amount: -1n });
   });
 
+  it("writes a send with 3 commands (debit, message, ledger entry); its pending spend is cleared by the next debit", async () => {
+    await send("4915123450002"); // the key's rate window is leased
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // earlier sends' pending spends are cleared
+    const commands: { name: string; collection: unknown; command: Record<string, unknown> }[] = [];
+    const onCommand = (event: { commandName: string; command: Record<string, unknown> }) => {
+      const collection = event.command[event.commandName];
+      if (["workspaces", "messages", "credit_ledger"].includes(collection as string)) commands.push({ name: event.commandName, collection, command: event.command });
+    };
+    t.service.client.on("commandStarted", onCommand);
+    try {
+      const first = (await send("4915123450003")).json.message_id as string;
+      await eventually(async () => ((await t.service.db.collection("credit_ledger").findOne({ _id: `spend:${first}` as never })) ? true : undefined));
+      // Its writes (dispatch's updates of the message apart): no update of the workspace to clear the spend.
+      const writes = commands.filter((c) => ["findAndModify", "insert", "update", "delete"].includes(c.name) && !(c.name === "update" && c.collection === "messages"));
+      expect(writes.map((c) => `${c.name} ${c.collection}`)).toEqual(["findAndModify workspaces", "insert messages", "insert credit_ledger"]);
+      commands.length = 0;
+      const second = (await send("4915123450004")).json.message_id as string;
+      const debit = commands.find((c) => c.name === "findAndModify" && c.collection === "workspaces");
+      expect(debit?.command.update).toMatchObject({ $set: { [`credit_ops.spend:${second}`]: { kind: "spend", amount: -1 } }, $unset: { [`credit_ops.spend:${first}`]: "" } });
+      // Nothing follows the second within a second: its clear is written alone then.
+      await eventually(async () => {
+        const ws = await t.service.db.collection("workspaces").findOne({ _id: workspaceId as never });
+        return Object.keys(ws?.credit_ops ?? {}).length === 0 ? true : undefined;
+      });
+      expect(await t.service.db.collection("credit_ledger").countDocuments({ _id: { $in: [`spend:${first}`, `spend:${second}`] } as never })).toBe(2);
+    } finally {
+      t.service.client.off("commandStarted", onCommand);
+    }
+  });
+
   it("keeps read when a late delivered arrives, and ignores the simulator's repeated sent report", async () => {
     const res = await send("4915123459994"); // simulator: read reported before delivered
     await reach(res.json.message_id, "read");

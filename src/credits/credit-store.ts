@@ -53,10 +53,11 @@ export interface Reservation {
   /** The workspace's balance right after the reservation. */
   readonly balanceAfter: number;
   /**
-   * Once the message is stored: writes the spend's ledger entry and clears
-   * the pending operation, batched with other settlements (one insertMany
-   * of entries and one bulkWrite of clears per batch). Idempotent; a crash
-   * before it completes is completed by recover().
+   * Once the message is stored: writes the spend's ledger entry, batched
+   * with other settlements (one insertMany per batch); resolves once it is
+   * written. The pending operation is then cleared by the workspace's next
+   * debit (SettledOperations). Idempotent; a crash before it completes is
+   * completed by recover().
    */
   settle(): Promise<void>;
 }
@@ -108,6 +109,75 @@ export interface CreditStore {
   ensureIndexes(): Promise<void>;
 }
 
+/** How long a settled operation waits for its workspace's next update of the balance to clear it, in ms. */
+const CLEAR_LINGER_MS = 1000;
+
+/**
+ * Pending operations whose ledger entries are written, by workspace, waiting
+ * to be removed from the workspace document. The workspace's next update of
+ * its balance removes them (its `$unset`); those still waiting after
+ * `lingerMs` are removed by one bulkWrite. So a steady stream of sends
+ * costs no command for its clears, and a lone send one more, later. A crash
+ * before the clear leaves the operation pending: recover() finds its ledger
+ * entry written (the entry's id is unique) and removes it.
+ */
+class SettledOperations {
+  /** Workspace id → the `$unset` of its operations waiting. */
+  private readonly waiting = new Map<string, Record<string, "">>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly workspaces: Collection<WorkspaceCredits>,
+    private readonly lingerMs: number,
+  ) {}
+
+  /** Adds operation `opId` of the workspace, written to the ledger. */
+  add(workspaceId: string, opId: string): void {
+    this.putBack(workspaceId, { [`credit_ops.${opId}`]: "" });
+  }
+
+  /**
+   * Takes the workspace's waiting operations for an update that also sets
+   * the operations `setting` (none taken when one of them is waiting: an
+   * update cannot set and unset one path). Give them back with putBack
+   * unless the update changed the workspace.
+   */
+  take(workspaceId: string, setting: Record<string, unknown>): Record<string, ""> | undefined {
+    const unset = this.waiting.get(workspaceId);
+    if (!unset || Object.keys(setting).some((opId) => `credit_ops.${opId}` in unset)) return undefined;
+    this.waiting.delete(workspaceId);
+    return unset;
+  }
+
+  /** Operations taken that are still in the workspace wait again. */
+  putBack(workspaceId: string, unset: Record<string, "">): void {
+    const earlier = this.waiting.get(workspaceId);
+    this.waiting.set(workspaceId, earlier ? Object.assign(earlier, unset) : unset);
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      this.flush().catch(() => undefined); // they wait again (flush puts them back)
+    }, this.lingerMs).unref();
+  }
+
+  /** Removes every waiting operation now: one bulkWrite; on an error they wait again. */
+  async flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.waiting.size === 0) return;
+    const all = [...this.waiting];
+    this.waiting.clear();
+    try {
+      await this.workspaces.bulkWrite(
+        all.map(([workspaceId, unset]) => ({ updateOne: { filter: { _id: workspaceId }, update: { $unset: unset } } })),
+        { ordered: false },
+      );
+    } catch (err) {
+      for (const [workspaceId, unset] of all) this.putBack(workspaceId, unset);
+      throw err;
+    }
+  }
+}
+
 /** Creates the credit store over `db` (the `workspaces` balance and the `credit_ledger` collection). */
 export function createCreditStore(db: Db, clock: Clock): CreditStore {
   const workspaces = db.collection<WorkspaceCredits>("workspaces");
@@ -120,11 +190,35 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
    * their batch clears them) stay on the server.
    */
   async function apply(workspaceId: string, opId: string, op: PendingOperation, guard: object = {}): Promise<Pick<WorkspaceCredits, "credit_balance"> | null> {
-    return workspaces.findOneAndUpdate(
-      { _id: workspaceId, [`credit_ops.${opId}`]: { $exists: false }, ...guard },
-      { $inc: { credit_balance: op.amount }, $set: { [`credit_ops.${opId}`]: op } },
-      { returnDocument: "after", projection: { _id: 0, credit_balance: 1 } },
-    );
+    return changeBalance(workspaceId, { [opId]: op }, guard);
+  }
+
+  /**
+   * The one conditional update of a workspace's balance that applies the
+   * pending operations `ops` (their amounts summed, each recorded under its
+   * id, each required absent): `guard` is added to its filter. The
+   * operations settled since the workspace's last update are cleared by the
+   * same update; when it changes nothing (refused, or an error), they stay
+   * waiting. Resolves to the balance after it, or null when refused.
+   */
+  async function changeBalance(workspaceId: string, ops: Record<string, PendingOperation>, guard: object): Promise<Pick<WorkspaceCredits, "credit_balance"> | null> {
+    const filter: Record<string, unknown> = { _id: workspaceId, ...guard };
+    const set: Record<string, PendingOperation> = {};
+    let sum = 0;
+    for (const [opId, op] of Object.entries(ops)) {
+      filter[`credit_ops.${opId}`] = { $exists: false };
+      set[`credit_ops.${opId}`] = op;
+      sum += op.amount;
+    }
+    const clears = settled.take(workspaceId, ops);
+    const update = clears ? { $inc: { credit_balance: sum }, $set: set, $unset: clears } : { $inc: { credit_balance: sum }, $set: set };
+    let after: Pick<WorkspaceCredits, "credit_balance"> | null = null;
+    try {
+      after = await workspaces.findOneAndUpdate(filter, update, { returnDocument: "after", projection: { _id: 0, credit_balance: 1 } });
+      return after;
+    } finally {
+      if (!after && clears) settled.putBack(workspaceId, clears);
+    }
   }
 
   async function writeEntry(entry: LedgerEntry): Promise<void> {
@@ -149,7 +243,9 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     created_at: op.at,
   });
 
-  /** Settlements written together: their entries in one insertMany, then their clears in one bulkWrite. */
+  const settled = new SettledOperations(workspaces, CLEAR_LINGER_MS);
+
+  /** Settlements written together: their entries in one insertMany; their clears then wait in `settled`. */
   const settlements = new GroupCommit<{ workspaceId: string; opId: string; entry: LedgerEntry }, void>(async (items) => {
     try {
       await ledger.insertMany(
@@ -161,12 +257,7 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
       const errors = (err as { writeErrors?: { code: number }[] | { code: number } }).writeErrors;
       if (!errors || ([] as { code: number }[]).concat(errors).some((e) => e.code !== 11000)) throw err;
     }
-    const byWorkspace = new Map<string, Record<string, "">>();
-    for (const { workspaceId, opId } of items) byWorkspace.set(workspaceId, { ...byWorkspace.get(workspaceId), [`credit_ops.${opId}`]: "" });
-    await workspaces.bulkWrite(
-      [...byWorkspace].map(([workspaceId, unset]) => ({ updateOne: { filter: { _id: workspaceId }, update: { $unset: unset } } })),
-      { ordered: false },
-    );
+    for (const { workspaceId, opId } of items) settled.add(workspaceId, opId);
     return items.map(() => undefined);
   }, 500);
   /** Settlements not yet written (close() waits for them). */
@@ -209,13 +300,7 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     const opIds = new Set(requests.map((r) => r.opId));
     if (requests.length > 1 && opIds.size === requests.length) {
       const total = requests.reduce((sum, r) => sum - r.op.amount, 0);
-      const filter: Record<string, unknown> = { _id: workspaceId, credit_balance: { $gte: total } };
-      const set: Record<string, PendingOperation> = {};
-      for (const { opId, op } of requests) {
-        filter[`credit_ops.${opId}`] = { $exists: false };
-        set[`credit_ops.${opId}`] = op;
-      }
-      const after = await workspaces.findOneAndUpdate(filter, { $inc: { credit_balance: -total }, $set: set }, { returnDocument: "after", projection: { _id: 0, credit_balance: 1 } });
+      const after = await changeBalance(workspaceId, Object.fromEntries(requests.map((r) => [r.opId, r.op])), { credit_balance: { $gte: total } });
       if (after) {
         let balance = after.credit_balance + total;
         return requests.map(({ opId, op }) => reservation(workspaceId, opId, op, (balance += op.amount)));
@@ -320,6 +405,7 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     },
     async close() {
       await Promise.allSettled([...unsettled]);
+      await settled.flush().catch(() => undefined); // else recover() clears them
     },
   };
 }
