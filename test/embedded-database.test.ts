@@ -288,6 +288,65 @@ describe("the embedded database", () => {
     }
   });
 
+  it("keeps partial indexes as MongoDB does: entries only for the documents their filter matches, used only by the queries that hold its conditions, on both backends and after a restart", async () => {
+    const base = 1_700_000_000_000;
+    // `at` runs against `_id`, so an answer read by an {at: 1} index comes in another order than a full read's.
+    const docs = Array.from({ length: 200 }, (_, i) => ({
+      _id: `p${String(i).padStart(3, "0")}`,
+      state: ["pending", "claimed", "done"][i % 3],
+      flag: i % 2 === 0,
+      at: new Date(base + (200 - i) * 1000),
+    }));
+    const ids = (found: { _id: string }[]) => found.map((d) => d._id);
+    for (const backend of [{ kind: "memory" as const }, { kind: "h2" as const, file: path.join(temp, "partial", "database.mv"), commitIntervalMs: 100 }]) {
+      let db = await startEmbeddedMongo(backend);
+      let client = await new MongoClient(db.uri).connect();
+      try {
+        let things = client.db("app").collection<(typeof docs)[number]>("things");
+        await things.insertMany(docs.slice(0, 100));
+        await things.createIndex({ at: 1 }, { name: "pending_by_at", partialFilterExpression: { state: "pending" } });
+        await things.createIndex({ at: 1 }, { name: "done_flagged_by_at", partialFilterExpression: { $and: [{ state: "done" }, { flag: true }] } });
+        await things.insertMany(docs.slice(100));
+        // Into a filter, out of it, and moved within it.
+        await things.updateMany({ _id: { $in: ["p001", "p004"] } }, { $set: { state: "pending" } });
+        await things.updateMany({ _id: { $in: ["p000", "p003"] } }, { $set: { state: "done" } });
+        await things.updateOne({ _id: "p006" }, { $set: { at: new Date(base) } });
+        await things.deleteOne({ _id: "p009" });
+        if (backend.kind === "h2") {
+          // The filters are read back from the stored index descriptions when the file is opened again.
+          await client.close();
+          await db.stop();
+          db = await startEmbeddedMongo(backend);
+          client = await new MongoClient(db.uri).connect();
+          things = client.db("app").collection<(typeof docs)[number]>("things");
+        }
+        const stored = await things.find({}).toArray();
+        const expected = (keep: (d: (typeof stored)[number]) => boolean) =>
+          stored.filter(keep).sort((a, b) => a.at.getTime() - b.at.getTime() || a._id.localeCompare(b._id)).map((d) => d._id);
+        const since = new Date(base + 50_000);
+        // Queries that hold a filter's conditions are read by its index: in the index's order, without a sort.
+        const pending = ids(await things.find({ state: "pending", at: { $gte: since } }).toArray());
+        expect(pending).toEqual(expected((d) => d.state === "pending" && d.at >= since));
+        expect(pending).toContain("p001");
+        expect(pending).not.toContain("p000");
+        expect(ids(await things.find({ state: "done", flag: true, at: { $gte: since } }).toArray())).toEqual(expected((d) => d.state === "done" && d.flag && d.at >= since));
+        // A query that does not hold them reads every document (in the order stored), and misses none the filters leave out.
+        const all = ids(await things.find({ at: { $gte: since } }).toArray());
+        expect([...all].sort()).toEqual(expected((d) => d.at >= since).sort());
+        expect(all).toEqual([...all].sort());
+        expect(ids(await things.find({ state: "claimed", at: { $gte: since } }).toArray()).sort()).toEqual(expected((d) => d.state === "claimed" && d.at >= since).sort());
+        const described = await things.listIndexes().toArray();
+        expect(described.find((i) => i.name === "done_flagged_by_at")).toMatchObject({ key: { at: 1 }, partialFilterExpression: { $and: [{ state: "done" }, { flag: true }] } });
+        // The same name with another filter is refused, as MongoDB refuses it; a partial unique index is refused by name.
+        await expect(things.createIndex({ at: 1 }, { name: "pending_by_at", partialFilterExpression: { state: "claimed" } })).rejects.toThrow();
+        await expect(things.createIndex({ flag: 1 }, { name: "unique_flag", unique: true, partialFilterExpression: { state: "done" } })).rejects.toThrow(/partial unique index \(unique_flag\)/);
+      } finally {
+        await client.close();
+        await db.stop();
+      }
+    }
+  });
+
   it("applies every update operator as the library's own update does (an update against a findAndModify of the same document), on both backends", async () => {
     // The update command copies only the fields an update names (ChangedFieldsUpdate.java); findAndModify is still
     // the library's whole-document update. Each case runs as an update on one document and as a findAndModify on a

@@ -5,10 +5,12 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BiFunction;
+import java.util.function.Supplier;
 import java.util.stream.Stream;
 
 import org.h2.mvstore.MVMap;
@@ -37,6 +39,7 @@ import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
 import de.bwaldvogel.mongo.bson.BinData;
 import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.exception.MongoServerError;
 import de.bwaldvogel.mongo.oplog.Oplog;
 import de.bwaldvogel.mongo.wire.bson.BsonEncoder;
 import io.netty.buffer.ByteBuf;
@@ -60,7 +63,8 @@ import io.netty.channel.Channel;
  * other condition ({@code {_id, status}}, the shape of every conditional state change) read the whole
  * collection: 3 ms per update at 10,000 documents, against 0.7 ms by {@code _id} alone. MongoDB plans such
  * a query by the {@code _id} index; so does this server now. And it ignores every non-unique index, so a
- * query on any other field read the whole collection; those indexes are now kept ({@link SecondaryIndex}).
+ * query on any other field read the whole collection; those indexes are now kept ({@link SecondaryIndex}), partial
+ * ones ({@code partialFilterExpression}) as MongoDB keeps them, which the library kept whole.
  *
  * <p>The H2 backend's storage is {@link BsonStore}'s: documents as BSON, indexes in memory ({@link UniqueIndex},
  * {@link SecondaryIndex}), and query results as copies where the library's own update changes the documents it
@@ -309,6 +313,48 @@ public final class EmbeddedMongoServer {
         return batches.apply(projected, batchSize);
     }
 
+    /** The description of the index {@code createIndexes} is adding in this thread ({@link #adding}). */
+    private static final ThreadLocal<Document> ADDING = new ThreadLocal<>();
+
+    /**
+     * Adds an index ({@code add}, the library's) with its description at hand for {@link #partialFilterOf}: the
+     * library hands an index's key and {@code sparse} to the backend, not its {@code partialFilterExpression}.
+     *
+     * @throws MongoServerError for a partial unique index, which this server does not keep (MongoDB does): the
+     *     library would make it unique over every document.
+     */
+    private static void adding(Document description, Runnable add) {
+        if (description.containsKey("partialFilterExpression") && Boolean.TRUE.equals(description.get("unique"))) {
+            throw new MongoServerError(67, "CannotCreateIndex", "the embedded database keeps no partial unique index (" + description.get("name") + ")");
+        }
+        ADDING.set(description);
+        try {
+            add.run();
+        } finally {
+            ADDING.remove();
+        }
+    }
+
+    /**
+     * The {@code partialFilterExpression} of index {@code indexName} of collection {@code namespace}, or null: from
+     * the description being added ({@link #adding}), else from the stored descriptions ({@code system.indexes}),
+     * which the library reads when it opens the indexes of a database written before.
+     *
+     * @throws MongoServerError when the filter is not a document.
+     */
+    private static Document partialFilterOf(Supplier<MongoCollection<?>> descriptions, String namespace, String indexName) {
+        Document description = ADDING.get();
+        if (description == null) {
+            Iterator<Document> stored = descriptions.get().handleQuery(new Document("ns", namespace).append("name", indexName)).iterator();
+            description = stored.hasNext() ? stored.next() : new Document();
+        }
+        Object filter = description.get("partialFilterExpression");
+        if (filter != null && !(filter instanceof Document)) {
+            throw new MongoServerError(67, "CannotCreateIndex", "partialFilterExpression must be an object");
+        }
+        return (Document) filter;
+    }
+
     /** The H2 store of the running server, for the collections its databases open. */
     private static MVStore store;
 
@@ -329,8 +375,13 @@ public final class EmbeddedMongoServer {
                         }
 
                         @Override
+                        protected void addIndex(Document indexDescription) {
+                            adding(indexDescription, () -> super.addIndex(indexDescription));
+                        }
+
+                        @Override
                         protected Index<Integer> openOrCreateSecondaryIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
-                            return new SecondaryIndex<>(indexName, keys, sparse);
+                            return new SecondaryIndex<>(indexName, keys, sparse, partialFilterOf(this::getOrCreateIndexesCollection, getFullCollectionNamespace(collectionName), indexName));
                         }
 
                         @Override
@@ -396,8 +447,13 @@ public final class EmbeddedMongoServer {
                         }
 
                         @Override
+                        protected void addIndex(Document indexDescription) {
+                            adding(indexDescription, () -> super.addIndex(indexDescription));
+                        }
+
+                        @Override
                         protected Index<Object> openOrCreateSecondaryIndex(String collectionName, String indexName, List<IndexKey> keys, boolean sparse) {
-                            return new SecondaryIndex<>(indexName, keys, sparse);
+                            return new SecondaryIndex<>(indexName, keys, sparse, partialFilterOf(this::getOrCreateIndexesCollection, getFullCollectionNamespace(collectionName), indexName));
                         }
 
                         @Override

@@ -4,6 +4,7 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -13,8 +14,10 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.stream.Stream;
 
 import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.backend.DefaultQueryMatcher;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.KeyValue;
@@ -22,6 +25,7 @@ import de.bwaldvogel.mongo.backend.Missing;
 import de.bwaldvogel.mongo.backend.ValueComparator;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.bson.ObjectId;
+import de.bwaldvogel.mongo.exception.MongoServerError;
 
 /**
  * A non-unique index ({@code createIndex} without {@code unique}), which the library accepts and ignores
@@ -58,10 +62,73 @@ final class SecondaryIndex<P> extends Index<P> {
     /** What {@link #valueAt} answers for a path through an array: the library's general path applies. */
     private static final Object THROUGH_ARRAY = new Object();
 
-    SecondaryIndex(String name, List<IndexKey> keys, boolean sparse) {
+    /** The {@code partialFilterExpression}: only the documents it matches have entries; null: every document. */
+    private final Document partialFilter;
+    /** The filter's conditions, its top-level {@code $and} flattened: field → condition. */
+    private final Map<String, Object> filterConditions;
+    /** The paths an update must leave alone for the entries to stay as they are: the keys' and the filter's. */
+    private final String[][] watched;
+
+    /**
+     * @param partialFilter the index's {@code partialFilterExpression}, or null. As in MongoDB, only the documents it
+     *     matches have entries, and the index answers only the queries that imply it; here, those that hold each of
+     *     its conditions as written (the same field with an equal condition), which MongoDB's planner implies too.
+     * @throws MongoServerError when the filter is not a document of field conditions (optionally under {@code $and}).
+     */
+    SecondaryIndex(String name, List<IndexKey> keys, boolean sparse, Document partialFilter) {
         super(name, keys, sparse);
         directions = keys.stream().mapToInt(key -> key.isAscending() ? 1 : -1).toArray();
         paths = keys.stream().map(key -> key.getKey().split("\\.", -1)).toArray(String[][]::new);
+        this.partialFilter = partialFilter;
+        filterConditions = partialFilter == null ? Map.of() : conditionsOf(partialFilter);
+        watched = Stream.concat(Arrays.stream(paths), filterConditions.keySet().stream().map(field -> field.split("\\.", -1)))
+            .toArray(String[][]::new);
+    }
+
+    /** A filter's conditions by field, the clauses of a top-level {@code $and} included. */
+    private static Map<String, Object> conditionsOf(Document filter) {
+        Map<String, Object> conditions = new LinkedHashMap<>();
+        for (Map.Entry<String, Object> entry : filter.entrySet()) {
+            if (entry.getKey().equals("$and") && entry.getValue() instanceof List<?> clauses) {
+                for (Object clause : clauses) {
+                    if (!(clause instanceof Document document)) {
+                        throw new MongoServerError(67, "CannotCreateIndex", "partialFilterExpression: each $and clause must be an object");
+                    }
+                    conditions.putAll(conditionsOf(document));
+                }
+            } else if (entry.getKey().startsWith("$")) {
+                throw new MongoServerError(67, "CannotCreateIndex",
+                    "partialFilterExpression: " + entry.getKey() + " is not supported (field conditions and a top-level $and are)");
+            } else {
+                conditions.put(entry.getKey(), entry.getValue());
+            }
+        }
+        return conditions;
+    }
+
+    /** True when {@code query} holds every condition of the partial filter as written (always, without a filter). */
+    private boolean impliedBy(Document query) {
+        for (Map.Entry<String, Object> condition : filterConditions.entrySet()) {
+            Object asked = query.get(condition.getKey());
+            if (asked == null || !Objects.equals(asked, condition.getValue())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * True for a partial index too: the library, removing a document, expects every index to know it unless the
+     * index is sparse; a partial index has no entry for the documents its filter leaves out either.
+     */
+    @Override
+    protected boolean isSparse() {
+        return super.isSparse() || partialFilter != null;
+    }
+
+    @Override
+    public boolean hasSameOptions(Index<?> other) {
+        return super.hasSameOptions(other) && other instanceof SecondaryIndex<?> secondary && Objects.equals(partialFilter, secondary.partialFilter);
     }
 
     /**
@@ -228,8 +295,12 @@ final class SecondaryIndex<P> extends Index<P> {
         return new KeyValue(document.get("_id")).normalized().get(0);
     }
 
+    /** True when the document has no entries: a sparse index's document without any of its keys, or one the partial filter does not match. */
     private boolean skips(Document document) {
-        if (!isSparse()) {
+        if (partialFilter != null && !new DefaultQueryMatcher().matches(document, partialFilter)) {
+            return true;
+        }
+        if (!super.isSparse()) {
             return false;
         }
         for (String[] path : paths) {
@@ -272,13 +343,13 @@ final class SecondaryIndex<P> extends Index<P> {
 
     @Override
     public synchronized void updateInPlace(Document oldDocument, Document newDocument, P position, MongoCollection<P> collection) {
-        if (untouched(oldDocument, newDocument, paths)) {
+        if (untouched(oldDocument, newDocument, watched)) {
             return;
         }
         boolean skippedBefore = skips(oldDocument);
         boolean skippedAfter = skips(newDocument);
         if (skippedBefore && skippedAfter) {
-            return; // out of a sparse index before and after
+            return; // out of a sparse or partial index before and after
         }
         Object id = idOf(newDocument); // an update never changes _id
         if (skippedBefore) {
@@ -350,6 +421,9 @@ final class SecondaryIndex<P> extends Index<P> {
      * order ({@link Scan#ordered}); null when it cannot answer the query.
      */
     Scan scan(Document query, Document orderBy) {
+        if (!impliedBy(query)) {
+            return null;
+        }
         List<String> keys = keys();
         List<Object> prefix = new ArrayList<>();
         int i = 0;
