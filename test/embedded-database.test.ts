@@ -296,6 +296,11 @@ describe("the embedded database", () => {
       state: ["pending", "claimed", "done"][i % 3],
       flag: i % 2 === 0,
       at: new Date(base + (200 - i) * 1000),
+      // A filter on an array's first element (as a message's events_pending), on a subdocument's field, and one the
+      // index leaves to the library's matcher.
+      marks: i % 4 === 0 ? ["sent"] : [],
+      dispatch: { state: i % 5 === 0 ? "claimed" : "done" },
+      n: i % 10,
     }));
     const ids = (found: { _id: string }[]) => found.map((d) => d._id);
     for (const backend of [{ kind: "memory" as const }, { kind: "h2" as const, file: path.join(temp, "partial", "database.mv"), commitIntervalMs: 100 }]) {
@@ -306,7 +311,12 @@ describe("the embedded database", () => {
         await things.insertMany(docs.slice(0, 100));
         await things.createIndex({ at: 1 }, { name: "pending_by_at", partialFilterExpression: { state: "pending" } });
         await things.createIndex({ at: 1 }, { name: "done_flagged_by_at", partialFilterExpression: { $and: [{ state: "done" }, { flag: true }] } });
+        await things.createIndex({ at: 1 }, { name: "marked_by_at", partialFilterExpression: { "marks.0": { $exists: true } } });
+        await things.createIndex({ at: 1 }, { name: "claimed_by_at", partialFilterExpression: { "dispatch.state": "claimed" } });
+        await things.createIndex({ at: 1 }, { name: "high_n_by_at", partialFilterExpression: { n: { $gt: 6 } } });
         await things.insertMany(docs.slice(100));
+        await things.updateMany({ _id: { $in: ["p001", "p002"] } }, { $push: { marks: "read" }, $set: { "dispatch.state": "claimed", n: 9 } });
+        await things.updateMany({ _id: { $in: ["p000", "p004"] } }, { $set: { marks: [], "dispatch.state": "done", n: 1 } });
         // Into a filter, out of it, and moved within it.
         await things.updateMany({ _id: { $in: ["p001", "p004"] } }, { $set: { state: "pending" } });
         await things.updateMany({ _id: { $in: ["p000", "p003"] } }, { $set: { state: "done" } });
@@ -330,6 +340,12 @@ describe("the embedded database", () => {
         expect(pending).toContain("p001");
         expect(pending).not.toContain("p000");
         expect(ids(await things.find({ state: "done", flag: true, at: { $gte: since } }).toArray())).toEqual(expected((d) => d.state === "done" && d.flag && d.at >= since));
+        const marked = ids(await things.find({ "marks.0": { $exists: true }, at: { $gte: since } }).toArray());
+        expect(marked).toEqual(expected((d) => d.marks.length > 0 && d.at >= since));
+        expect(marked).toContain("p001");
+        expect(marked).not.toContain("p004");
+        expect(ids(await things.find({ "dispatch.state": "claimed", at: { $gte: since } }).toArray())).toEqual(expected((d) => d.dispatch.state === "claimed" && d.at >= since));
+        expect(ids(await things.find({ n: { $gt: 6 }, at: { $gte: since } }).toArray())).toEqual(expected((d) => d.n > 6 && d.at >= since));
         // A query that does not hold them reads every document (in the order stored), and misses none the filters leave out.
         const all = ids(await things.find({ at: { $gte: since } }).toArray());
         expect([...all].sort()).toEqual(expected((d) => d.at >= since).sort());

@@ -66,6 +66,8 @@ final class SecondaryIndex<P> extends Index<P> {
     private final Document partialFilter;
     /** The filter's conditions, its top-level {@code $and} flattened: field → condition. */
     private final Map<String, Object> filterConditions;
+    /** The paths of the filter's conditions, in their order, split at the dots. */
+    private final String[][] filterPaths;
     /** The paths an update must leave alone for the entries to stay as they are: the keys' and the filter's. */
     private final String[][] watched;
 
@@ -81,8 +83,8 @@ final class SecondaryIndex<P> extends Index<P> {
         paths = keys.stream().map(key -> key.getKey().split("\\.", -1)).toArray(String[][]::new);
         this.partialFilter = partialFilter;
         filterConditions = partialFilter == null ? Map.of() : conditionsOf(partialFilter);
-        watched = Stream.concat(Arrays.stream(paths), filterConditions.keySet().stream().map(field -> field.split("\\.", -1)))
-            .toArray(String[][]::new);
+        filterPaths = filterConditions.keySet().stream().map(field -> field.split("\\.", -1)).toArray(String[][]::new);
+        watched = Stream.concat(Arrays.stream(paths), Arrays.stream(filterPaths)).toArray(String[][]::new);
     }
 
     /** A filter's conditions by field, the clauses of a top-level {@code $and} included. */
@@ -104,6 +106,52 @@ final class SecondaryIndex<P> extends Index<P> {
             }
         }
         return conditions;
+    }
+
+    /**
+     * Whether the partial filter matches {@code document}, as the library's matcher says. The usual conditions (a
+     * plain value, {@code $exists}) are read directly, on every write of a document: the matcher checks and splits
+     * each path anew. Any other condition, or an array where a value is compared, is left to the matcher.
+     */
+    private boolean inFilter(Document document) {
+        int i = 0;
+        for (Object condition : filterConditions.values()) {
+            Object stored = valueOrElement(document, filterPaths[i++]);
+            Boolean exists = condition instanceof Document d && d.size() == 1 && d.get("$exists") instanceof Boolean b ? b : null;
+            if (exists != null && stored != THROUGH_ARRAY) {
+                if (!(stored instanceof Missing) != exists) {
+                    return false;
+                }
+            } else if (scalar(condition) != null && !(stored instanceof Collection) && stored != THROUGH_ARRAY) {
+                if (stored instanceof Missing || !Objects.equals(scalar(stored), scalar(condition))) {
+                    return false;
+                }
+            } else {
+                return new DefaultQueryMatcher().matches(document, partialFilter);
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The value at {@code path}, a numeric step taking an array's element ({@code events_pending.0}): {@link Missing}
+     * when a step finds nothing, {@link #THROUGH_ARRAY} when any other step meets an array.
+     */
+    private static Object valueOrElement(Document document, String[] path) {
+        Object value = document;
+        for (String step : path) {
+            if (value instanceof Document subdocument) {
+                value = subdocument.getOrMissing(step);
+            } else if (value instanceof List<?> list && !step.isEmpty() && step.chars().allMatch(Character::isDigit)) {
+                int index = step.length() > 9 ? Integer.MAX_VALUE : Integer.parseInt(step);
+                value = index < list.size() ? list.get(index) : Missing.getInstance();
+            } else if (value instanceof Collection) {
+                return THROUGH_ARRAY;
+            } else {
+                return Missing.getInstance();
+            }
+        }
+        return value;
     }
 
     /** True when {@code query} holds every condition of the partial filter as written (always, without a filter). */
@@ -297,7 +345,7 @@ final class SecondaryIndex<P> extends Index<P> {
 
     /** True when the document has no entries: a sparse index's document without any of its keys, or one the partial filter does not match. */
     private boolean skips(Document document) {
-        if (partialFilter != null && !new DefaultQueryMatcher().matches(document, partialFilter)) {
+        if (partialFilter != null && !inFilter(document)) {
             return true;
         }
         if (!super.isSparse()) {
