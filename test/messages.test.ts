@@ -1,4 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { MongoClient } from "mongodb";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { MessageService, MessageStatus } from "../gen/messaging/v1/messages_pb.js";
 import { SimulatorService } from "../gen/messaging/console/v1/simulator_pb.js";
@@ -368,5 +370,36 @@ describe("Idempotency-Key", () => {
     const otherKey = await t.createKey(workspaceId, { scopes: ["messages:send"] });
     const fresh = await send("4915123453003", undefined, { "idempotency-key": "order-2" }, otherKey.secret);
     expect(fresh.status).toBe(200);
+  });
+});
+
+describe("the messages' indexes", () => {
+  it("keeps the sweeps' indexes partial (the messages in that state only) and drops the whole-collection ones of an earlier release", async () => {
+    const client = await new MongoClient(inject("mongoUri")).connect();
+    const name = `test_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+    const messages = client.db(name).collection("messages");
+    // A database an earlier release set up.
+    await messages.createIndex({ "dispatch.state": 1, "dispatch.lease_until": 1 });
+    await messages.createIndex({ "dispatch.state": 1, "dispatch.claimed_at": 1 });
+    await messages.createIndex({ refund_state: 1 });
+    await messages.createIndex({ events_pending: 1, updated_at: 1 });
+    const upgraded = await createTestService({ config: { mongodbDatabase: name, logLevel: "error" } });
+    try {
+      const indexes = await messages.listIndexes().toArray();
+      const retired = ["dispatch.state_1_dispatch.lease_until_1", "dispatch.state_1_dispatch.claimed_at_1", "refund_state_1", "events_pending_1_updated_at_1"];
+      expect(indexes.map((i) => i.name).filter((n) => retired.includes(n))).toEqual([]);
+      const partial = Object.fromEntries(indexes.filter((i) => i.partialFilterExpression).map((i) => [i.name, { key: i.key, filter: i.partialFilterExpression }]));
+      expect(partial).toEqual({
+        dispatch_pending_by_lease: { key: { "dispatch.lease_until": 1 }, filter: { "dispatch.state": "pending" } },
+        dispatch_unapplied_by_claim: { key: { "dispatch.claimed_at": 1 }, filter: { status: "accepted", "dispatch.state": "done" } },
+        dispatch_claimed_by_claim: { key: { "dispatch.claimed_at": 1 }, filter: { "dispatch.state": "claimed" } },
+        refund_due_by_failure: { key: { failed_at: 1 }, filter: { refund_state: "due" } },
+        events_pending_by_update: { key: { updated_at: 1 }, filter: { "events_pending.0": { $exists: true } } },
+      });
+    } finally {
+      await upgraded.close();
+      await client.db(name).dropDatabase();
+      await client.close();
+    }
   });
 });

@@ -8,7 +8,7 @@ import type { Clock } from "../shared/clock.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Logger } from "../shared/logger.js";
 import type { Inbound } from "./inbound.js";
-import type { DispatchState, MessageRecord } from "./message-store.js";
+import { DISPATCH_CLAIMED, DISPATCH_PENDING, DISPATCH_UNAPPLIED, type DispatchState, type MessageRecord } from "./message-store.js";
 
 /** Retry rules of dispatch (DISPATCH_* configuration). */
 export interface DispatchOptions {
@@ -228,7 +228,7 @@ export function createDispatcher(deps: {
       let count = 0;
       // Pending messages whose owner's lease ran out: take them over, one conditional update each.
       const orphaned = await messages
-        .find({ "dispatch.state": "pending", "dispatch.lease_until": { $lt: now } }, { projection: { _id: 1, dispatch: 1 } })
+        .find({ ...DISPATCH_PENDING, "dispatch.lease_until": { $lt: now } }, { projection: { _id: 1, dispatch: 1 } })
         .limit(1000)
         .toArray();
       for (const { _id, dispatch } of orphaned) {
@@ -243,7 +243,7 @@ export function createDispatcher(deps: {
       }
       // Recorded but not applied: the network's answer is on the message, its status is not.
       const unapplied = await messages
-        .find({ status: "accepted", "dispatch.state": "done", "dispatch.claimed_at": { $lt: new Date(now.getTime() - options.claimTimeoutMs) } })
+        .find({ ...DISPATCH_UNAPPLIED, "dispatch.claimed_at": { $lt: new Date(now.getTime() - options.claimTimeoutMs) } })
         .limit(1000)
         .toArray();
       for (const message of unapplied) {
@@ -253,7 +253,7 @@ export function createDispatcher(deps: {
       }
       // Claimed without an answer for too long: the network may have it, so it is failed, never sent again.
       const stale = await messages
-        .find({ "dispatch.state": "claimed", "dispatch.claimed_at": { $lt: new Date(now.getTime() - options.claimTimeoutMs) } })
+        .find({ ...DISPATCH_CLAIMED, "dispatch.claimed_at": { $lt: new Date(now.getTime() - options.claimTimeoutMs) } })
         .limit(1000)
         .toArray();
       for (const message of stale) {

@@ -20,8 +20,9 @@ import { newId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
 import { LRUCache } from "lru-cache";
 import { GroupCommit } from "../store/group-commit.js";
+import { dropIndexIfPresent } from "../store/indexes.js";
 import { MergedUpdates } from "../store/merged-updates.js";
-import { STATUS_ORDER, type MessageRecord, type MessageStore, type StoredStatus } from "./message-store.js";
+import { EVENTS_PENDING, REFUND_DUE, STATUS_ORDER, type MessageRecord, type MessageStore, type StoredStatus } from "./message-store.js";
 
 /**
  * A report as kept in `message_reports`: every distinct report the network
@@ -94,9 +95,6 @@ export interface Inbound {
  * in ms: its sent, delivered and read within this time cost one write for all of them.
  */
 export const FOLLOW_UP_DELAY_MS = 1000;
-
-/** The statuses whose change marks its message until its event is stored (`events_pending`). */
-const MARKED_STATUSES: StatusReport["status"][] = ["sent", "delivered", "read", "failed"];
 
 const EVENT_OF: Record<string, EventType> = {
   sent: "message.sent",
@@ -534,8 +532,7 @@ export function createInbound(deps: {
         }
       }
       // Status changes whose event a stopped process did not record: fire it now (its id makes a repeat harmless).
-      // By the events_pending index (an $in on an array's elements, where "events_pending.0" read every message).
-      const unpublished = await col.find({ events_pending: { $in: MARKED_STATUSES }, updated_at: { $lt: cutoff } }).limit(1000).toArray();
+      const unpublished = await col.find({ ...EVENTS_PENDING, updated_at: { $lt: cutoff } }).limit(1000).toArray();
       for (const message of unpublished) {
         for (const status of message.events_pending ?? []) {
           const at = message[`${status}_at` as "sent_at"] ?? message.updated_at ?? clock.now();
@@ -543,7 +540,7 @@ export function createInbound(deps: {
           done++;
         }
       }
-      const due = await col.find({ refund_state: "due", failed_at: { $lt: cutoff } }).limit(1000).toArray();
+      const due = await col.find({ ...REFUND_DUE, failed_at: { $lt: cutoff } }).limit(1000).toArray();
       for (const message of due) {
         await refund(message);
         done++;
@@ -554,7 +551,9 @@ export function createInbound(deps: {
       await followUps.flush();
     },
     async ensureIndexes() {
-      await col.createIndex({ events_pending: 1, updated_at: 1 });
+      // The messages with an event to store (a partial index: only those), for recover().
+      await col.createIndex({ updated_at: 1 }, { name: "events_pending_by_update", partialFilterExpression: EVENTS_PENDING });
+      await dropIndexIfPresent(col, "events_pending_1_updated_at_1"); // an earlier release's, of every message
       await reports.createIndex({ network_message_id: 1, applied_at: 1 });
       await reports.createIndex({ applied_at: 1, received_at: 1 });
     },

@@ -2,6 +2,7 @@ import type { Collection, Db, Filter } from "mongodb";
 import type { InboundContent, NetworkErrorInfo } from "../network/network.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
 import { groupInserts } from "../store/insert-each.js";
+import { dropIndexIfPresent } from "../store/indexes.js";
 
 /** Statuses of outbound messages in their order; "failed" is final and outside it. */
 export const STATUS_ORDER = ["accepted", "sent", "delivered", "read"] as const;
@@ -19,6 +20,23 @@ export interface SendSnapshot {
   flow: { flow_id: string; token: string } | null;
   text: string;
 }
+
+/*
+ * The states the sweeps look for, each the filter of a partial index and a
+ * part of the sweep's query as written (MongoDB uses a partial index for the
+ * queries that imply its filter; the embedded database, for those that hold
+ * it as written).
+ */
+/** Waiting for dispatch (its lease may have run out: src/messages/dispatch.ts). */
+export const DISPATCH_PENDING = { "dispatch.state": "pending" } as const;
+/** The network is being called (a claim that stays too long was interrupted). */
+export const DISPATCH_CLAIMED = { "dispatch.state": "claimed" } as const;
+/** The network's answer is recorded on the message, its status not yet applied. */
+export const DISPATCH_UNAPPLIED = { status: "accepted", "dispatch.state": "done" } as const;
+/** A status change marked until its event is stored: `events_pending` has an element (src/messages/inbound.ts). */
+export const EVENTS_PENDING = { "events_pending.0": { $exists: true } } as const;
+/** Failed, its credits not yet given back (src/messages/inbound.ts). */
+export const REFUND_DUE = { refund_state: "due" } as const;
 
 /**
  * Dispatch state of an outbound message (the outbox): "pending" until a job
@@ -125,10 +143,16 @@ export function createMessageStore(db: Db): MessageStore {
       await collection.createIndex({ api_key_id: 1, created_at: -1, _id: -1 });
       await collection.createIndex({ wa_message_id: 1 });
       await collection.createIndex({ workspace_id: 1, direction: 1, created_at: -1, _id: -1 });
-      // The sweep's queries: leases run out, claims too old.
-      await collection.createIndex({ "dispatch.state": 1, "dispatch.lease_until": 1 });
-      await collection.createIndex({ "dispatch.state": 1, "dispatch.claimed_at": 1 });
-      await collection.createIndex({ refund_state: 1 });
+      // The sweep's queries (src/messages/dispatch.ts, recover), each by a partial index of the messages in that
+      // state only, so that neither the indexes nor their upkeep grow with the messages done: leases run out, answers
+      // recorded but not applied, claims too old. Each query holds its index's filter as written.
+      await collection.createIndex({ "dispatch.lease_until": 1 }, { name: "dispatch_pending_by_lease", partialFilterExpression: DISPATCH_PENDING });
+      await collection.createIndex({ "dispatch.claimed_at": 1 }, { name: "dispatch_unapplied_by_claim", partialFilterExpression: DISPATCH_UNAPPLIED });
+      await collection.createIndex({ "dispatch.claimed_at": 1 }, { name: "dispatch_claimed_by_claim", partialFilterExpression: DISPATCH_CLAIMED });
+      // Refunds due (src/messages/inbound.ts, recover).
+      await collection.createIndex({ failed_at: 1 }, { name: "refund_due_by_failure", partialFilterExpression: REFUND_DUE });
+      // Whole-collection indexes of earlier releases, replaced by the partial ones above.
+      for (const name of ["dispatch.state_1_dispatch.lease_until_1", "dispatch.state_1_dispatch.claimed_at_1", "refund_state_1"]) await dropIndexIfPresent(collection, name);
     },
   };
 }
