@@ -391,7 +391,7 @@ describe("the messages' indexes", () => {
       const partial = Object.fromEntries(indexes.filter((i) => i.partialFilterExpression).map((i) => [i.name, { key: i.key, filter: i.partialFilterExpression }]));
       expect(partial).toEqual({
         dispatch_pending_by_lease: { key: { "dispatch.lease_until": 1 }, filter: { "dispatch.state": "pending" } },
-        dispatch_unapplied_by_claim: { key: { "dispatch.claimed_at": 1 }, filter: { status: "accepted", "dispatch.state": "done" } },
+        dispatch_unapplied_by_claim: { key: { status: 1, "dispatch.claimed_at": 1 }, filter: { status: "accepted", "dispatch.state": "done" } },
         dispatch_claimed_by_claim: { key: { "dispatch.claimed_at": 1 }, filter: { "dispatch.state": "claimed" } },
         refund_due_by_failure: { key: { failed_at: 1 }, filter: { refund_state: "due" } },
         events_pending_by_update: { key: { updated_at: 1 }, filter: { "events_pending.0": { $exists: true } } },

@@ -147,7 +147,8 @@ export function createMessageStore(db: Db): MessageStore {
       // state only, so that neither the indexes nor their upkeep grow with the messages done: leases run out, answers
       // recorded but not applied, claims too old. Each query holds its index's filter as written.
       await collection.createIndex({ "dispatch.lease_until": 1 }, { name: "dispatch_pending_by_lease", partialFilterExpression: DISPATCH_PENDING });
-      await collection.createIndex({ "dispatch.claimed_at": 1 }, { name: "dispatch_unapplied_by_claim", partialFilterExpression: DISPATCH_UNAPPLIED });
+      // (Keys unlike the next index's: earlier MongoDB versions refuse two indexes that differ by their filters only.)
+      await collection.createIndex({ status: 1, "dispatch.claimed_at": 1 }, { name: "dispatch_unapplied_by_claim", partialFilterExpression: DISPATCH_UNAPPLIED });
       await collection.createIndex({ "dispatch.claimed_at": 1 }, { name: "dispatch_claimed_by_claim", partialFilterExpression: DISPATCH_CLAIMED });
       // Refunds due (src/messages/inbound.ts, recover).
       await collection.createIndex({ failed_at: 1 }, { name: "refund_due_by_failure", partialFilterExpression: REFUND_DUE });
