@@ -184,24 +184,15 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
   const ledger = db.collection<LedgerEntry>("credit_ledger");
 
   /**
-   * Applies `op` as `opId` to the balance unless already pending; resolves to
-   * the balance after it, or null when refused by `guard`. Only the balance is
-   * read back: the workspace's pending operations (hundreds under load, until
-   * their batch clears them) stay on the server.
+   * Applies the operations `ops` (by id) to the balance with one conditional
+   * update, unless one of them is pending already: their amounts summed, each
+   * recorded as pending; `guard` is added to the filter. The operations
+   * settled since the workspace's last update are cleared by the same update;
+   * when it changes nothing (refused, or an error), they stay waiting.
+   * Resolves to the balance after it, or null when refused. Only the balance
+   * is read back: the workspace's pending operations stay on the server.
    */
-  async function apply(workspaceId: string, opId: string, op: PendingOperation, guard: object = {}): Promise<Pick<WorkspaceCredits, "credit_balance"> | null> {
-    return changeBalance(workspaceId, { [opId]: op }, guard);
-  }
-
-  /**
-   * The one conditional update of a workspace's balance that applies the
-   * pending operations `ops` (their amounts summed, each recorded under its
-   * id, each required absent): `guard` is added to its filter. The
-   * operations settled since the workspace's last update are cleared by the
-   * same update; when it changes nothing (refused, or an error), they stay
-   * waiting. Resolves to the balance after it, or null when refused.
-   */
-  async function changeBalance(workspaceId: string, ops: Record<string, PendingOperation>, guard: object): Promise<Pick<WorkspaceCredits, "credit_balance"> | null> {
+  async function apply(workspaceId: string, ops: Record<string, PendingOperation>, guard: object = {}): Promise<Pick<WorkspaceCredits, "credit_balance"> | null> {
     const filter: Record<string, unknown> = { _id: workspaceId, ...guard };
     const set: Record<string, PendingOperation> = {};
     let sum = 0;
@@ -280,7 +271,7 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
 
   /** Reserves one spend alone: the conditional update, or the reservation an earlier attempt of the same message made. */
   async function reserveAlone({ workspaceId, opId, op }: SpendRequest): Promise<Reservation | null> {
-    const after = await apply(workspaceId, opId, op, { credit_balance: { $gte: -op.amount } });
+    const after = await apply(workspaceId, { [opId]: op }, { credit_balance: { $gte: -op.amount } });
     if (after) return reservation(workspaceId, opId, op, after.credit_balance);
     // Reserved already by an earlier attempt of the same message (an idempotent retry after a crash)?
     const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { credit_balance: 1, [`credit_ops.${opId}`]: 1 } });
@@ -300,7 +291,7 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     const opIds = new Set(requests.map((r) => r.opId));
     if (requests.length > 1 && opIds.size === requests.length) {
       const total = requests.reduce((sum, r) => sum - r.op.amount, 0);
-      const after = await changeBalance(workspaceId, Object.fromEntries(requests.map((r) => [r.opId, r.op])), { credit_balance: { $gte: total } });
+      const after = await apply(workspaceId, Object.fromEntries(requests.map((r) => [r.opId, r.op])), { credit_balance: { $gte: total } });
       if (after) {
         let balance = after.credit_balance + total;
         return requests.map(({ opId, op }) => reservation(workspaceId, opId, op, (balance += op.amount)));
@@ -356,7 +347,7 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     async refund(workspaceId, messageId, amount, markDone) {
       const opId = `refund:${messageId}`;
       const op: PendingOperation = { kind: "refund", amount, message_id: messageId, note: null, at: clock.now() };
-      const after = amount > 0 ? await apply(workspaceId, opId, op) : null;
+      const after = amount > 0 ? await apply(workspaceId, { [opId]: op }) : null;
       if (after) {
         await writeEntry(entryOf(workspaceId, opId, op, after.credit_balance));
       } else if (amount > 0) {
@@ -375,7 +366,7 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     },
     async topUp(workspaceId, amount, note) {
       const { opId, op } = newTopUp(amount, note);
-      const after = await apply(workspaceId, opId, op);
+      const after = await apply(workspaceId, { [opId]: op });
       if (!after) return null;
       const entry = entryOf(workspaceId, opId, op, after.credit_balance);
       await writeEntry(entry);

@@ -161,46 +161,42 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
       await pool.close();
     }
   };
-  /** Sends over gRPC by the bench's plain HTTP/2 client (grpcUnary), one session for all clients. */
-  const plainGrpcLoad = async (name: string, keys: { secrets: string[] }): Promise<LoadResult> => {
-    const session = http2.connect(`http://127.0.0.1:${service.publicPort}`);
-    try {
-      return await runLoad({
-        name,
-        concurrency: options.concurrency,
-        callsPerWorker: options.callsPerWorker,
-        serverPid: pid,
-        call: (w) =>
-          grpcUnary(session, "/messaging.v1.MessageService/SendMessage", toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, body(n++))), {
-            authorization: `Bearer ${keys.secrets[w]}`,
-          }),
-      });
-    } finally {
-      session.close();
-    }
-  };
-  /** Sends over gRPC by @grpc/grpc-js, one channel for all clients. */
-  const grpcLoad = async (name: string, keys: { secrets: string[] }): Promise<LoadResult> => {
-    const grpcClient = new grpc.Client(`127.0.0.1:${service.publicPort}`, grpc.credentials.createInsecure());
+  /** A gRPC client of the bench's workers: SendMessage with a key (resolves to the status's name), and its close. */
+  interface GrpcSender {
+    send(secret: string, request: Uint8Array): Promise<string>;
+    close(): void;
+  }
+  const SEND_MESSAGE = "/messaging.v1.MessageService/SendMessage";
+  /** @grpc/grpc-js, one channel for all workers. */
+  const grpcJs = (): GrpcSender => {
+    const client = new grpc.Client(`127.0.0.1:${service.publicPort}`, grpc.credentials.createInsecure());
     const identity = (b: Buffer) => b;
+    return {
+      send: (secret, request) =>
+        new Promise((resolve) => {
+          const md = new grpc.Metadata();
+          md.set("authorization", `Bearer ${secret}`);
+          client.makeUnaryRequest(SEND_MESSAGE, identity, identity, Buffer.from(request), md, (err) => resolve(err ? (grpc.status[err.code] ?? "error") : "OK"));
+        }),
+      close: () => client.close(),
+    };
+  };
+  /** The bench's plain HTTP/2 client (grpcUnary), one session for all workers. */
+  const plainHttp2 = (): GrpcSender => {
+    const session = http2.connect(`http://127.0.0.1:${service.publicPort}`);
+    return { send: (secret, request) => grpcUnary(session, SEND_MESSAGE, request, { authorization: `Bearer ${secret}` }), close: () => session.close() };
+  };
+  const grpcLoad = async (name: string, keys: { secrets: string[] }, sender: GrpcSender): Promise<LoadResult> => {
     try {
       return await runLoad({
         name,
         concurrency: options.concurrency,
         callsPerWorker: options.callsPerWorker,
         serverPid: pid,
-        call: (w) =>
-          new Promise((resolve) => {
-            const md = new grpc.Metadata();
-            md.set("authorization", `Bearer ${keys.secrets[w]}`);
-            const request = Buffer.from(toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, body(n++))));
-            grpcClient.makeUnaryRequest("/messaging.v1.MessageService/SendMessage", identity, identity, request, md, (err) =>
-              resolve(err ? (grpc.status[err.code] ?? "error") : "OK"),
-            );
-          }),
+        call: (w) => sender.send(keys.secrets[w] as string, toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, body(n++)))),
       });
     } finally {
-      grpcClient.close();
+      sender.close();
     }
   };
   try {
@@ -214,7 +210,7 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
       const result =
         round % 2 === 1
           ? await restLoad("REST POST /v1/messages, warm-up round (not in the ratios)", keys)
-          : await grpcLoad("gRPC SendMessage (grpc-js), warm-up round (not in the ratios)", keys);
+          : await grpcLoad("gRPC SendMessage (grpc-js), warm-up round (not in the ratios)", keys, grpcJs());
       await settle(keys.ids);
       const [, databaseAfter, compilerAfter] = await cpuOfServiceAndDatabase();
       const share =
@@ -230,7 +226,7 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
     const before = await counter.snapshot();
     const cpuBefore = await cpuOfServiceAndDatabase();
     const timesBefore = await counter.times();
-    const measured = [await restLoad("REST POST /v1/messages", restKeys), await plainGrpcLoad("gRPC SendMessage (plain HTTP/2 client)", grpcKeys)];
+    const measured = [await restLoad("REST POST /v1/messages", restKeys), await grpcLoad("gRPC SendMessage (plain HTTP/2 client)", grpcKeys, plainHttp2())];
     results.push(...measured);
     const benchCpuPerSend = measured.reduce((sum, r) => sum + r.benchCpuMs * r.requests, 0) / measured.reduce((sum, r) => sum + r.requests, 0);
 

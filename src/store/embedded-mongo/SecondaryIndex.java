@@ -176,7 +176,7 @@ final class SecondaryIndex<P> extends Index<P> {
 
     @Override
     public boolean hasSameOptions(Index<?> other) {
-        return super.hasSameOptions(other) && other instanceof SecondaryIndex<?> secondary && Objects.equals(partialFilter, secondary.partialFilter);
+        return super.hasSameOptions(other) && Objects.equals(partialFilter, other instanceof SecondaryIndex<?> secondary ? secondary.partialFilter : null);
     }
 
     /**
