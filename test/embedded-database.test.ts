@@ -356,6 +356,20 @@ describe("the embedded database", () => {
         // The same name with another filter is refused, as MongoDB refuses it; a partial unique index is refused by name.
         await expect(things.createIndex({ at: 1 }, { name: "pending_by_at", partialFilterExpression: { state: "claimed" } })).rejects.toThrow();
         await expect(things.createIndex({ flag: 1 }, { name: "unique_flag", unique: true, partialFilterExpression: { state: "done" } })).rejects.toThrow(/partial unique index \(unique_flag\)/);
+        // Filters an index could not be used for as written, and what MongoDB refuses, are refused.
+        await expect(things.createIndex({ at: 1 }, { name: "two_on_n", partialFilterExpression: { $and: [{ n: { $gt: 1 } }, { n: { $lt: 5 } }] } })).rejects.toThrow(/n has more than one condition/);
+        await expect(things.createIndex({ at: 1 }, { name: "unmarked", partialFilterExpression: { "marks.0": { $exists: false } } })).rejects.toThrow(/\$exists: false/);
+        await expect(things.createIndex({ at: 1 }, { name: "sparse_too", sparse: true, partialFilterExpression: { state: "done" } })).rejects.toThrow(/partialFilterExpression and sparse/);
+        // A partial index created before its collection exists is partial too, and creating it again changes nothing.
+        const fresh = client.db("app").collection<(typeof docs)[number]>(`fresh_${backend.kind}`);
+        for (let i = 0; i < 2; i++) await fresh.createIndex({ at: 1 }, { name: "pending_by_at", partialFilterExpression: { state: "pending" } });
+        await fresh.insertMany(docs.slice(0, 30));
+        const unfiltered = ids(await fresh.find({ at: { $gte: new Date(base) } }).toArray());
+        expect(unfiltered).toHaveLength(30);
+        expect(unfiltered).toEqual([...unfiltered].sort());
+        expect(ids(await fresh.find({ state: "pending", at: { $gte: new Date(base) } }).toArray())).toEqual(
+          docs.slice(0, 30).filter((d) => d.state === "pending").sort((a, b) => a.at.getTime() - b.at.getTime()).map((d) => d._id),
+        );
       } finally {
         await client.close();
         await db.stop();

@@ -321,17 +321,25 @@ public final class EmbeddedMongoServer {
      * library hands an index's key and {@code sparse} to the backend, not its {@code partialFilterExpression}.
      *
      * @throws MongoServerError for a partial unique index, which this server does not keep (MongoDB does): the
-     *     library would make it unique over every document.
+     *     library would make it unique over every document; for a partial index that is also sparse, which MongoDB
+     *     refuses.
      */
     private static void adding(Document description, Runnable add) {
-        if (description.containsKey("partialFilterExpression") && Boolean.TRUE.equals(description.get("unique"))) {
-            throw new MongoServerError(67, "CannotCreateIndex", "the embedded database keeps no partial unique index (" + description.get("name") + ")");
+        if (description.containsKey("partialFilterExpression")) {
+            if (Boolean.TRUE.equals(description.get("unique"))) {
+                throw new MongoServerError(67, "CannotCreateIndex", "the embedded database keeps no partial unique index (" + description.get("name") + ")");
+            }
+            if (Boolean.TRUE.equals(description.get("sparse"))) {
+                throw new MongoServerError(67, "CannotCreateIndex", "cannot mix partialFilterExpression and sparse (" + description.get("name") + ")");
+            }
         }
+        // Adding an index to a new collection adds its _id index first, through here: the outer description is kept.
+        Document outer = ADDING.get();
         ADDING.set(description);
         try {
             add.run();
         } finally {
-            ADDING.remove();
+            ADDING.set(outer);
         }
     }
 

@@ -75,7 +75,8 @@ final class SecondaryIndex<P> extends Index<P> {
      * @param partialFilter the index's {@code partialFilterExpression}, or null. As in MongoDB, only the documents it
      *     matches have entries, and the index answers only the queries that imply it; here, those that hold each of
      *     its conditions as written (the same field with an equal condition), which MongoDB's planner implies too.
-     * @throws MongoServerError when the filter is not a document of field conditions (optionally under {@code $and}).
+     * @throws MongoServerError when the filter is not a document of field conditions (optionally under {@code $and}),
+     *     has two conditions on one field, or {@code $exists: false} (MongoDB takes {@code $exists: true} only).
      */
     SecondaryIndex(String name, List<IndexKey> keys, boolean sparse, Document partialFilter) {
         super(name, keys, sparse);
@@ -90,22 +91,31 @@ final class SecondaryIndex<P> extends Index<P> {
     /** A filter's conditions by field, the clauses of a top-level {@code $and} included. */
     private static Map<String, Object> conditionsOf(Document filter) {
         Map<String, Object> conditions = new LinkedHashMap<>();
+        addConditions(filter, conditions);
+        return conditions;
+    }
+
+    private static void addConditions(Document filter, Map<String, Object> conditions) {
         for (Map.Entry<String, Object> entry : filter.entrySet()) {
             if (entry.getKey().equals("$and") && entry.getValue() instanceof List<?> clauses) {
                 for (Object clause : clauses) {
                     if (!(clause instanceof Document document)) {
                         throw new MongoServerError(67, "CannotCreateIndex", "partialFilterExpression: each $and clause must be an object");
                     }
-                    conditions.putAll(conditionsOf(document));
+                    addConditions(document, conditions);
                 }
             } else if (entry.getKey().startsWith("$")) {
                 throw new MongoServerError(67, "CannotCreateIndex",
                     "partialFilterExpression: " + entry.getKey() + " is not supported (field conditions and a top-level $and are)");
+            } else if (conditions.containsKey(entry.getKey())) {
+                // One condition per field: the index is used by the queries that hold each as written.
+                throw new MongoServerError(67, "CannotCreateIndex", "partialFilterExpression: " + entry.getKey() + " has more than one condition");
+            } else if (entry.getValue() instanceof Document condition && Boolean.FALSE.equals(condition.get("$exists"))) {
+                throw new MongoServerError(67, "CannotCreateIndex", "partialFilterExpression: " + entry.getKey() + ": $exists: false is not supported (MongoDB takes $exists: true only)");
             } else {
                 conditions.put(entry.getKey(), entry.getValue());
             }
         }
-        return conditions;
     }
 
     /**
