@@ -56,8 +56,8 @@ export interface Reservation {
    * Once the message is stored: writes the spend's ledger entry, batched
    * with other settlements (one insertMany per batch); resolves once it is
    * written. The pending operation is then cleared by the workspace's next
-   * debit (SettledOperations). Idempotent; a crash before it completes is
-   * completed by recover().
+   * update of its balance, or within a second (SettledOperations).
+   * Idempotent; a crash before it completes is completed by recover().
    */
   settle(): Promise<void>;
 }
@@ -115,9 +115,10 @@ const CLEAR_LINGER_MS = 1000;
 /**
  * Pending operations whose ledger entries are written, by workspace, waiting
  * to be removed from the workspace document. The workspace's next update of
- * its balance removes them (its `$unset`); those still waiting after
- * `lingerMs` are removed by one bulkWrite. So a steady stream of sends
- * costs no command for its clears, and a lone send one more, later. A crash
+ * its balance (a debit, refund or top-up: apply()) removes them with its
+ * `$unset`; within `lingerMs` of the first one waiting, whatever still waits
+ * is removed by one bulkWrite. So a steady stream of sends costs about one
+ * command a second for its clears, and a lone send one more, later. A crash
  * before the clear leaves the operation pending: recover() finds its ledger
  * entry written (the entry's id is unique) and removes it.
  */
@@ -125,6 +126,9 @@ class SettledOperations {
   /** Workspace id → the `$unset` of its operations waiting. */
   private readonly waiting = new Map<string, Record<string, "">>();
   private timer: NodeJS.Timeout | undefined;
+  /** The bulkWrite in flight, if any (close() waits for it). */
+  private flushing: Promise<void> | undefined;
+  private closed = false;
 
   constructor(
     private readonly workspaces: Collection<WorkspaceCredits>,
@@ -153,6 +157,7 @@ class SettledOperations {
   putBack(workspaceId: string, unset: Record<string, "">): void {
     const earlier = this.waiting.get(workspaceId);
     this.waiting.set(workspaceId, earlier ? Object.assign(earlier, unset) : unset);
+    if (this.closed) return; // recover() removes what is left
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
       this.flush().catch(() => undefined); // they wait again (flush puts them back)
@@ -166,15 +171,27 @@ class SettledOperations {
     if (this.waiting.size === 0) return;
     const all = [...this.waiting];
     this.waiting.clear();
+    const write = this.workspaces.bulkWrite(
+      all.map(([workspaceId, unset]) => ({ updateOne: { filter: { _id: workspaceId }, update: { $unset: unset } } })),
+      { ordered: false },
+    );
+    this.flushing = write.then(
+      () => undefined,
+      () => undefined,
+    );
     try {
-      await this.workspaces.bulkWrite(
-        all.map(([workspaceId, unset]) => ({ updateOne: { filter: { _id: workspaceId }, update: { $unset: unset } } })),
-        { ordered: false },
-      );
+      await write;
     } catch (err) {
       for (const [workspaceId, unset] of all) this.putBack(workspaceId, unset);
       throw err;
     }
+  }
+
+  /** Graceful shutdown: waits for a bulkWrite in flight, writes what waits once, and arms no timer after it. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.flushing;
+    await this.flush();
   }
 }
 
@@ -396,7 +413,7 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     },
     async close() {
       await Promise.allSettled([...unsettled]);
-      await settled.flush().catch(() => undefined); // else recover() clears them
+      await settled.close().catch(() => undefined); // else recover() clears them
     },
   };
 }
