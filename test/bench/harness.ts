@@ -23,6 +23,7 @@ import { BUILD_DIR } from "../../src/codegen/build-service.js";
  * bare HTTP/2 server here), as the field's load generators (ghz, h2load)
  * keep theirs low, and the service shares this machine's 2 cores with its
  * clients. The warm-up rounds call through grpc-js, whose figures stay in the table.
+ * The session needs an "error" listener of its own (a reset connection).
  */
 export function grpcUnary(session: ClientHttp2Session, path: string, message: Uint8Array, metadata: Record<string, string>): Promise<string> {
   return new Promise((resolve) => {
@@ -37,6 +38,7 @@ export function grpcUnary(session: ClientHttp2Session, path: string, message: Ui
     stream.on("data", () => {});
     stream.on("end", () => resolve(code === undefined ? "error" : (grpcStatus[Number(code)] ?? `status ${code}`)));
     stream.on("error", () => resolve("error"));
+    stream.on("close", () => resolve("error")); // closed without an end (reset): a resolved promise ignores it otherwise
     stream.end(frame);
   });
 }

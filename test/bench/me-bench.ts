@@ -151,6 +151,7 @@ export async function runMeBench(options: MeBenchOptions): Promise<string> {
     for (const driver of drivers) {
       // The trivial handler is measured right before and right after the REST rounds, which are compared with both
       // (their mean): this machine's speed drifts within a run, and the rounds of one protocol take half a minute.
+      // Each of its rounds starts with a second of unrecorded calls (runLoad's warm-up).
       if (driver === drivers[0]) await trivialRound("before the REST rounds");
       // Within budget: each client spends its keys' budgets in turn (100 calls each), then stays on its last key.
       const keySets = await Promise.all(Array.from({ length: keysPerClient }, () => newKeys()));
