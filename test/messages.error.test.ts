@@ -45,6 +45,36 @@ describe("validation names every field and rule at once", () => {
     expect(res.json.error.details).toMatchObject({ field: "to" });
   });
 
+  it("names the contract's rules and the template's together, over REST, Connect and gRPC", async () => {
+    // A malformed recipient and value (contract rules), an unknown and a missing variable (the template's rules).
+    const body = { to: "12", sender: senderId, template: { id: templateId, variables: { nme: "Ada", name: "a\tb" } } };
+    const expected = [
+      "to: must be 8 to 15 digits with country code, without '+', spaces or a leading 0",
+      "template.variables.name: must not contain new lines, tabs or more than four spaces in a row",
+      "template.variables.code: is required by the template",
+      "template.variables.nme: is not a variable of the template (it has: name, code)",
+    ];
+    const res = await send(body);
+    expect(res.status).toBe(400);
+    expect(violations(res)).toEqual(expected);
+    for (const protocol of ["connect-json", "grpc"] as const) {
+      const client = clientFor(MessageService, protocol, t.publicUrl, key.secret);
+      const err = await client.sendMessage(body).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(err?.code, protocol).toBe(Code.InvalidArgument);
+      const [badRequest] = err!.findDetails(BadRequestSchema);
+      expect(badRequest?.fieldViolations.map((v) => `${v.field}: ${v.description}`), protocol).toEqual(expected);
+    }
+    expect(await count("messages", { to: "12" })).toBe(0);
+  });
+
+  it("does not look up a malformed sender or template id: one violation each", async () => {
+    const res = await send({ to: "4915123456789", sender: "snd_x", template: { id: "tpl_x", variables: { any: "thing" } } });
+    expect(violations(res)).toEqual(["sender: must be an id such as snd_<uuid>", "template.id: must be an id such as tpl_<uuid>"]);
+  });
+
   it("requires the template", async () => {
     const res = await send({ to: "4915123456789", sender: senderId });
     expect(violations(res)).toEqual(["template: is required"]);

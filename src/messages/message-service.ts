@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { MessageService, SendMessageRequest } from "../../gen/messaging/v1/messages_pb.js";
+import { MessageService, type SendMessageRequest } from "../../gen/messaging/v1/messages_pb.js";
 import type { CreditStore } from "../credits/credit-store.js";
 import { principalOf, requestState } from "../gateway/request-state.js";
+import { answerViolationsInHandler, contractViolationsOf } from "../gateway/validation.js";
 import type { SenderRecord, SenderStore } from "../senders/sender-store.js";
 import type { Clock } from "../shared/clock.js";
 import { apiError, notFound } from "../shared/errors.js";
@@ -39,8 +40,11 @@ export interface MessageServiceDeps {
 
 /**
  * The rules of a send that need the sender and template of the workspace,
- * checked after the contract's (messages.proto: the shapes of to, sender,
- * template.id, the variable values and the flow token).
+ * added to the contract's (messages.proto: the shapes of to, sender,
+ * template.id, the variable values and the flow token) in `v`. A field the
+ * contract already refused (`named`) is not checked again: a malformed
+ * sender or template id is not looked up, and a template's variables are
+ * checked whenever its id is well-formed.
  */
 function checkAgainst(
   req: SendMessageRequest,
@@ -48,32 +52,38 @@ function checkAgainst(
   template: TemplateRecord | null,
   deps: MessageServiceDeps,
   v: Violations,
+  named: (field: string) => boolean,
 ): void {
-  if (!sender) v.add("sender", "no sender with this id in the workspace (see GET /v1/senders)");
-  else if (sender.status !== "active") v.add("sender", "is archived; send from an active sender");
-  else v.addIf(deps.requirePhoneNumberId && !sender.whatsapp_phone_number_id, "sender", "has no WhatsApp phone number ID; set one in the console");
+  if (!named("sender")) {
+    if (!sender) v.add("sender", "no sender with this id in the workspace (see GET /v1/senders)");
+    else if (sender.status !== "active") v.add("sender", "is archived; send from an active sender");
+    else v.addIf(deps.requirePhoneNumberId && !sender.whatsapp_phone_number_id, "sender", "has no WhatsApp phone number ID; set one in the console");
+  }
+  if (named("template") || named("template.id")) return;
   const given = req.template?.variables ?? {};
   if (!template) {
     v.add("template.id", "no template with this id in the workspace (see GET /v1/templates)");
     return;
   }
-  if (template.status !== "active") v.add("template.id", "is archived; use an active template");
+  const add = (broken: boolean, field: string, rule: string) => v.addIf(broken && !named(field), field, rule);
+  add(template.status !== "active", "template.id", "is archived; use an active template");
   const known = template.variables.map((x) => x.name);
   for (const variable of template.variables) {
-    v.addIf(variable.required && (given[variable.name] ?? "") === "", `template.variables.${variable.name}`, "is required by the template");
+    add(variable.required && (given[variable.name] ?? "") === "", `template.variables.${variable.name}`, "is required by the template");
   }
   for (const name of Object.keys(given)) {
-    v.addIf(!known.includes(name), `template.variables.${name}`, `is not a variable of the template (it has: ${known.join(", ") || "none"})`);
+    add(!known.includes(name), `template.variables.${name}`, `is not a variable of the template (it has: ${known.join(", ") || "none"})`);
   }
-  v.addIf(!template.flow_id && (req.template?.flow?.token ?? "") !== "", "template.flow.token", "the template carries no flow");
-  v.addIf(charLength(renderBody(template.body, given)) > MAX_BODY_CHARS, "template.variables", `the rendered message must be at most ${MAX_BODY_CHARS} characters`);
+  add(!template.flow_id && (req.template?.flow?.token ?? "") !== "", "template.flow.token", "the template carries no flow");
+  add(charLength(renderBody(template.body, given)) > MAX_BODY_CHARS, "template.variables", `the rendered message must be at most ${MAX_BODY_CHARS} characters`);
 }
 
 /**
  * Handlers of messaging.v1.MessageService.
  *
  * SendMessage (POST /v1/messages, scope messages:send): validates every rule
- * at once (invalid_argument naming each field), then, with an
+ * at once, the contract's and those that need the database (one
+ * invalid_argument naming each field), then, with an
  * Idempotency-Key, replays the first answer for the same body (header
  * Idempotent-Replayed: true) or refuses another body with conflict; then
  * reserves the price with one conditional update of the balance
@@ -84,6 +94,7 @@ function checkAgainst(
  * key's messages; another key's message is not_found.
  */
 export function createMessageService(deps: MessageServiceDeps): Partial<ServiceImpl<typeof MessageService>> {
+  answerViolationsInHandler(MessageService.method.sendMessage);
   const { messages, senders, templates, credits, idempotency, clock } = deps;
 
   return {
@@ -91,12 +102,18 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
       const principal = principalOf(context);
       const workspaceId = principal.workspaceId;
       const idempotencyKey = context.requestHeader.get("idempotency-key");
-      const v = new Violations();
+      const contract = contractViolationsOf(context);
+      const named = (field: string) => contract.some((c) => c.field === field);
+      const v = new Violations().addAll(contract);
       v.addIf(idempotencyKey !== null && !isValidIdempotencyKey(idempotencyKey), "Idempotency-Key", IDEMPOTENCY_KEY_RULE);
-      const [senderRecord, templateRecord] = await Promise.all([senders.get(req.sender), templates.get(req.template?.id ?? "")]);
+      const lookUpTemplate = !named("template") && !named("template.id");
+      const [senderRecord, templateRecord] = await Promise.all([
+        named("sender") ? null : senders.get(req.sender),
+        lookUpTemplate ? templates.get(req.template?.id ?? "") : null,
+      ]);
       const sender = senderRecord?.workspace_id === workspaceId ? senderRecord : null;
       const template = templateRecord?.workspace_id === workspaceId ? templateRecord : null;
-      checkAgainst(req, sender, template, deps, v);
+      checkAgainst(req, sender, template, deps, v, named);
       v.check();
       if (!sender || !template || !req.template) throw new Error("unreachable: checked above");
 
