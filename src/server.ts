@@ -20,7 +20,7 @@ import { createTenancyCapability } from "./console/tenancy-capability.js";
 import { createWebhooksCapability } from "./webhooks/webhooks-capability.js";
 import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { createMessagingCapabilities } from "./messages/messaging-capability.js";
-import { outcomeInterceptor, refusalInterceptor, scopeInterceptor } from "./gateway/interceptors.js";
+import { outcomeInterceptor, publicInterceptors } from "./gateway/interceptors.js";
 import { createReflectionServices } from "./gateway/reflection-service.js";
 import { createRpcServer, type RpcServer } from "./gateway/rpc-server.js";
 import { mergeServices, registerService } from "./gateway/services.js";
@@ -203,7 +203,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
         ...createReflectionServices([...publicServices.map((s) => s.service), Health]),
       ],
       httpRoutes: capabilities.flatMap((c) => c.httpRoutes ?? []),
-      interceptors: [outcomeInterceptor(logger), refusalInterceptor, scopeInterceptor],
+      interceptors: publicInterceptors(logger),
       admit: admission.admit,
       healthy: probe,
       onFinished: (state, outcome) => {

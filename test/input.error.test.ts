@@ -2,13 +2,14 @@ import http2 from "node:http2";
 import net from "node:net";
 import zlib from "node:zlib";
 import * as grpc from "@grpc/grpc-js";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, toBinary, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../gen/google/rpc/error_details_pb.js";
+import { SimulateFlowResponseRequestSchema } from "../gen/messaging/console/v1/simulator_pb.js";
 import { MessageService, SendMessageRequestSchema } from "../gen/messaging/v1/messages_pb.js";
 import { clientFor, grpcJsCall, rest } from "./helpers/clients.js";
-import { createTestService, type TestService } from "./helpers/test-service.js";
+import { createTestService, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 /*
  * One reading of input for every protocol (issue "a gateway that no input can
@@ -124,27 +125,31 @@ describe("malformed protobuf is INVALID_ARGUMENT on every protocol, never intern
     });
   }
 
-  it("a compressed flag without an encoding, a truncated envelope, two messages in a unary call", async () => {
+  it("framing errors get the protocols' codes (as the conformance suite checks): a compressed flag without an encoding, a truncated envelope, no or two messages in a unary call, an unknown encoding", async () => {
     const noEncoding = await h2Grpc(SEND, envelope(validSend, 1));
-    expect(noEncoding.status).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(noEncoding.status).toBe(grpc.status.INTERNAL); // gRPC's spec for a compressed flag without grpc-encoding
     expect(noEncoding.message).toContain("grpc-encoding");
     const truncated = await h2Grpc(SEND, envelope(validSend).subarray(0, 8));
     expect(truncated.status).toBe(grpc.status.INVALID_ARGUMENT);
     expect(truncated.message).toMatch(/truncated/);
     const two = await h2Grpc(SEND, Buffer.concat([envelope(validSend), envelope(validSend)]));
-    expect(two.status).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(two.status).toBe(grpc.status.UNIMPLEMENTED);
+    expect(two.message).toMatch(/exactly one/);
+    const none = await h2Grpc(SEND, Buffer.alloc(0));
+    expect(none.status).toBe(grpc.status.UNIMPLEMENTED);
     const badGzip = await h2Grpc(SEND, envelope(Buffer.from("not gzip"), 1), { "grpc-encoding": "gzip" });
     expect(badGzip.status).toBe(grpc.status.INVALID_ARGUMENT);
     expect(badGzip.message).toMatch(/valid gzip/);
     const zstd = await h2Grpc(SEND, envelope(validSend, 1), { "grpc-encoding": "zstd" });
-    expect(zstd.status).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(zstd.status).toBe(grpc.status.UNIMPLEMENTED);
     expect(zstd.message).toBe('grpc-encoding: must be gzip, br or identity, not "zstd"');
     const overConnect = await fetch(t.publicUrl + SEND, {
       method: "POST",
       headers: { "content-type": "application/proto", "content-encoding": "zstd", authorization: `Bearer ${key}` },
       body: validSend,
     });
-    expect(overConnect.status).toBe(400);
+    expect(overConnect.status).toBe(501);
+    expect(await overConnect.json()).toEqual({ code: "unimplemented", message: 'content-encoding: must be gzip, br or identity, not "zstd"' });
   });
 
   it("a well-compressed message is read as before", async () => {
@@ -218,7 +223,76 @@ describe("unknown fields are refused on REST and Connect alike", () => {
   });
 });
 
-describe("messages over 1 MiB: 413 payload_too_large / RESOURCE_EXHAUSTED", () => {
+describe("nesting beyond 100 levels is invalid_argument naming the limit on every protocol and encoding, never a crash", () => {
+  const RULE = "(body): must nest objects and arrays at most 100 levels deep";
+  /** `{"to":"…","template":{"variables":{"a":{"a":…}}}}` nested `depth` levels in all. */
+  const deep = (depth: number) => `{"to":"4915112345678","template":{"variables":${'{"a":'.repeat(depth - 2)}"x"${"}".repeat(depth - 2)}}}`;
+  /** `[[[…]]]` `depth` levels deep: not even an object. */
+  const deepArray = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
+
+  for (const [name, body] of [
+    ["10,000 levels of objects", deep(10_000)],
+    ["101 levels of objects", deep(101)],
+    ["100,000 levels of arrays", deepArray(100_000)],
+  ] as const) {
+    it(`${name}: REST, Connect JSON, gRPC and gRPC-Web with JSON`, async () => {
+      const overRest = await rest(t.publicUrl, "POST", "/v1/messages", { key, rawBody: body });
+      expect(overRest.status).toBe(400);
+      expect(overRest.json.error).toMatchObject({ code: "invalid_argument", message: RULE });
+
+      const overConnect = await fetch(t.publicUrl + SEND, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body });
+      expect(overConnect.status).toBe(400);
+      expect(await overConnect.json()).toMatchObject({ code: "invalid_argument", message: RULE });
+
+      const json = envelope(Buffer.from(body));
+      const overGrpc = await h2Grpc(SEND, json, { "content-type": "application/grpc+json" });
+      expect(overGrpc).toMatchObject({ status: grpc.status.INVALID_ARGUMENT, message: RULE });
+
+      const overWeb = await fetch(t.publicUrl + SEND, { method: "POST", headers: { "content-type": "application/grpc-web+json", authorization: `Bearer ${key}` }, body: json });
+      const trailer = Buffer.from(await overWeb.arrayBuffer()).toString("latin1");
+      expect(trailer).toContain(`grpc-status: ${grpc.status.INVALID_ARGUMENT}`);
+      expect(decodeURIComponent(trailer)).toContain("at most 100 levels deep");
+    });
+  }
+
+  it("100 levels are read as usual (the rule of the field answers, not the limit)", async () => {
+    const overRest = await rest(t.publicUrl, "POST", "/v1/messages", { key, rawBody: deep(100) });
+    expect(overRest.status).toBe(400);
+    expect(overRest.json.error.message).not.toContain("levels deep");
+    expect(overRest.json.error.message).toMatch(/template\.variables\.a/);
+  });
+
+  it("protobuf binary nested beyond 100 messages (a google.protobuf.Struct of the console's simulator): gRPC", async () => {
+    // 60 levels of JSON objects in a Struct are 122 levels of messages (Struct, Value, Struct …) in binary.
+    let value: JsonValue = "x";
+    for (let i = 0; i < 60; i++) value = { a: value };
+    const request = create(SimulateFlowResponseRequestSchema, { messageId: "msg_x", response: value as JsonObject });
+    const session = http2.connect(t.consoleUrl);
+    try {
+      const status = await new Promise<{ status: string; message: string }>((resolve, reject) => {
+        const stream = session.request({
+          ":method": "POST",
+          ":path": "/messaging.console.v1.SimulatorService/SimulateFlowResponse",
+          "content-type": "application/grpc",
+          te: "trailers",
+          authorization: `Bearer ${TEST_CONSOLE_TOKEN}`,
+        });
+        let head: http2.IncomingHttpHeaders = {};
+        stream.on("response", (h) => (head = h));
+        stream.on("trailers", (trailers) => resolve({ status: String(trailers["grpc-status"] ?? head["grpc-status"]), message: decodeURIComponent(String(trailers["grpc-message"] ?? head["grpc-message"])) }));
+        stream.on("error", reject);
+        stream.resume();
+        stream.end(envelope(toBinary(SimulateFlowResponseRequestSchema, request)));
+      });
+      expect(status.status).toBe(String(grpc.status.INVALID_ARGUMENT));
+      expect(status.message).toMatch(/^\(body\): must be a valid protobuf encoding of messaging\.console\.v1\.SimulateFlowResponseRequest: .*maximum recursion depth of 100/);
+    } finally {
+      session.close();
+    }
+  });
+});
+
+describe("messages over 1 MiB: 413 payload_too_large over REST, RESOURCE_EXHAUSTED as the RPC protocols have it", () => {
   const big = "1".repeat(2 * 1024 * 1024);
 
   it("REST", async () => {
@@ -233,7 +307,8 @@ describe("messages over 1 MiB: 413 payload_too_large / RESOURCE_EXHAUSTED", () =
         .sendMessage({ to: big })
         .then(() => undefined, (e: unknown) => ConnectError.from(e));
       expect(error?.code).toBe(Code.ResourceExhausted);
-      expect(error?.findDetails(ErrorInfoSchema)[0]?.reason).toBe("payload_too_large");
+      expect(error?.rawMessage).toMatch(/larger than 1048576 bytes/);
+      expect(error?.findDetails(ErrorInfoSchema)).toEqual([]);
     });
   }
 

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { access, copyFile, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { access, copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { projectRoot } from "../shared/project-root.js";
 
@@ -179,4 +179,45 @@ export async function ensurePythonVenv(): Promise<string> {
     await rm(building, { recursive: true, force: true });
   }
   return python;
+}
+
+/**
+ * The Connect conformance suite (`npm run conformance`): its Go module and
+ * exact version, whose `connectconformance` runner judges this service's
+ * protocols and whose protos define the ConformanceService the test server
+ * implements (test/conformance/).
+ */
+export const CONFORMANCE_MODULE = "connectrpc.com/conformance@v1.0.7";
+
+/** Folder of the conformance runner and its protos. */
+export const CONFORMANCE_DIR = path.join(projectRoot, ".cache", "conformance");
+
+/**
+ * Installs the pinned `connectconformance` runner (`go install` through the
+ * Go module proxy, about two minutes the first time) and copies the suite's
+ * protos into CONFORMANCE_DIR/proto, unless the version recorded there
+ * already matches CONFORMANCE_MODULE. Resolves to the runner's path and the
+ * proto folder.
+ *
+ * @throws Error when Go is missing or a download or build fails.
+ */
+export async function ensureConformanceSuite(): Promise<{ runner: string; protoDir: string }> {
+  const runner = path.join(CONFORMANCE_DIR, "bin", "connectconformance");
+  const protoDir = path.join(CONFORMANCE_DIR, "proto");
+  const stamp = path.join(CONFORMANCE_DIR, "version.txt");
+  if ((await readFile(stamp, "utf8").catch(() => "")) === CONFORMANCE_MODULE) return { runner, protoDir };
+  const [module] = CONFORMANCE_MODULE.split("@") as [string];
+  await mustRun("go", ["install", CONFORMANCE_MODULE.replace(module, `${module}/cmd/connectconformance`)], {
+    env: { ...process.env, GOBIN: path.dirname(runner) },
+  });
+  const { Dir } = JSON.parse(await mustRun("go", ["mod", "download", "-json", CONFORMANCE_MODULE])) as { Dir: string };
+  const folder = path.join("connectrpc", "conformance", "v1");
+  await rm(protoDir, { recursive: true, force: true });
+  await mkdir(path.join(protoDir, folder), { recursive: true });
+  for (const file of await readdir(path.join(Dir, "proto", folder))) {
+    // Read and written, not copied: the module cache's files are read-only, and a copy would be too.
+    if (file.endsWith(".proto")) await writeFile(path.join(protoDir, folder, file), await readFile(path.join(Dir, "proto", folder, file)));
+  }
+  await writeFile(stamp, CONFORMANCE_MODULE);
+  return { runner, protoDir };
 }

@@ -14,7 +14,7 @@ import { compressionNegotiate, type Compression } from "@connectrpc/connect/prot
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import { requestStateKey, type RequestState } from "./request-state.js";
 import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
-import { readRpcInput, rpcInputKey, type CheckedBody } from "./rpc-input.js";
+import { readRpcInput, rpcInputKey, type CheckedBody, type InputRules } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
 /*
@@ -239,13 +239,13 @@ export function rpcCallContext(req: NodeRequest, res: NodeResponse, state: Reque
 
 /**
  * The input of an RPC the gateway answers: the body read and checked by
- * readRpcInput (the request's content type must be one it reads), then
- * `parse`d. A problem found is put where inputInterceptor answers it, after
+ * readRpcInput (the request's content type must be one it reads) by the
+ * port's input `rules`, then `parse`d. A problem found is put where inputInterceptor answers it, after
  * admission and scope (as on every protocol), and the input is then the
  * empty message.
  */
-export async function readCallInput(context: CallContext, req: NodeRequest, parse: (body: Uint8Array) => Message): Promise<Message> {
-  const checked = (await readRpcInput(context.method, { get: (name) => headerOf(req, name) }, req as AsyncIterable<Uint8Array>)) as CheckedBody;
+export async function readCallInput(context: CallContext, req: NodeRequest, parse: (body: Uint8Array) => Message, rules: InputRules): Promise<Message> {
+  const checked = (await readRpcInput(context.method, { get: (name) => headerOf(req, name) }, req as AsyncIterable<Uint8Array>, rules)) as CheckedBody;
   if (!checked.problem) return parse(checked.body);
   context.values.set(rpcInputKey, { problem: checked.problem });
   return create(context.method.input);

@@ -4,8 +4,8 @@ import { createMethodSerializationLookup, type MethodSerializationLookup } from 
 import { codeToHttpStatus, errorToJsonBytes, trailerMux } from "@connectrpc/connect/protocol-connect";
 import { COMPRESS_MIN_BYTES, RPC_JSON_OPTIONS, isPlainUnary, readCallInput, responseCompression, rpcCallContext, unaryTargets, type CallTarget } from "./call-context.js";
 import type { RequestState } from "./request-state.js";
+import type { InputRules } from "./rpc-input.js";
 import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
-import { MAX_MESSAGE_BYTES } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
 /** Unary Connect-protocol calls answered by the gateway itself (see createConnectUnary). */
@@ -35,13 +35,14 @@ export interface ConnectUnary {
  * deadline (`connect-timeout-ms`) or a compressed body, and other content
  * types go through Connect's router.
  */
-export function createConnectUnary(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[]): ConnectUnary {
+export function createConnectUnary(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[], rules: InputRules): ConnectUnary {
+  const jsonOptions = { ...RPC_JSON_OPTIONS, registry: rules.registry };
   const targets = unaryTargets(services, interceptors);
   const serializations = new Map<CallTarget, MethodSerializationLookup<DescMessage, DescMessage>>();
   const serializationOf = (target: CallTarget) => {
     let found = serializations.get(target);
     if (!found) {
-      found = createMethodSerializationLookup(target.method, undefined, RPC_JSON_OPTIONS, { readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 0xffffffff });
+      found = createMethodSerializationLookup(target.method, undefined, jsonOptions, { readMaxBytes: rules.maxMessageBytes, writeMaxBytes: 0xffffffff });
       serializations.set(target, found);
     }
     return found;
@@ -61,7 +62,7 @@ export function createConnectUnary(services: readonly ServiceRegistration[], int
       let status = 200;
       let body: Uint8Array;
       try {
-        const input = await readCallInput(context, req, (body) => serialization.getI(binary).parse(body));
+        const input = await readCallInput(context, req, (body) => serialization.getI(binary).parse(body), rules);
         const response = await context.invoke(input);
         context.responseHeaderOf(response)?.forEach((value, name) => head.set(name, value));
         body = serialization.getO(binary).serialize(response.message as Message);
@@ -71,7 +72,7 @@ export function createConnectUnary(services: readonly ServiceRegistration[], int
         context.responseHeaderIfSet?.forEach((value, name) => head.set(name, value));
         head.set("content-type", "application/json");
         error.metadata.forEach((value, name) => head.set(name, value));
-        body = errorToJsonBytes(error, RPC_JSON_OPTIONS);
+        body = errorToJsonBytes(error, jsonOptions);
       }
       if (context.gone) return; // the connection is closed: nothing can be written to it
       const compression = responseCompression(req, "accept-encoding");

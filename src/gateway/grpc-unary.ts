@@ -3,6 +3,7 @@ import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { COMPRESS_MIN_BYTES, isPlainUnary, readCallInput, responseCompression, rpcCallContext, unaryTargets, type CallTarget } from "./call-context.js";
 import type { RequestState } from "./request-state.js";
+import type { InputRules } from "./rpc-input.js";
 import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
 import type { ServiceRegistration } from "./services.js";
 
@@ -34,7 +35,7 @@ export interface GrpcUnary {
  * protocol. Calls with a deadline (`grpc-timeout`), a compressed message or
  * another content type go through Connect's router, which implements them.
  */
-export function createGrpcUnary(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[]): GrpcUnary {
+export function createGrpcUnary(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[], rules: InputRules): GrpcUnary {
   const targets = unaryTargets(services, interceptors);
 
   return {
@@ -51,7 +52,7 @@ export function createGrpcUnary(services: readonly ServiceRegistration[], interc
       const trailers: Record<string, string> = { "grpc-status": "0" };
       let body: Buffer | undefined;
       try {
-        const input = await readCallInput(context, req, (body) => fromBinary(target.method.input, body.subarray(5)));
+        const input = await readCallInput(context, req, (body) => fromBinary(target.method.input, body.subarray(5)), rules);
         const response = await context.invoke(input);
         context.responseHeaderOf(response)?.forEach((value, name) => (head[name] = value));
         let data = toBinary(target.method.output, response.message as Message);

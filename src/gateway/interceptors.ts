@@ -12,21 +12,34 @@ import { requestStateKey } from "./request-state.js";
  */
 
 /**
+ * The interceptors of the public port, outermost first: outcome, refusal,
+ * scope (the server adds its input checks inside them). The conformance
+ * suite's test server runs the same list (test/conformance/server.ts).
+ */
+export function publicInterceptors(logger: Logger): Interceptor[] {
+  return [outcomeInterceptor(logger), refusalInterceptor, scopeInterceptor];
+}
+
+/**
  * Outermost: records the operation and the answered error code on the
- * RequestState, and turns anything that is not a ConnectError into
- * `internal` (the cause is logged with the request id, never sent) or, for a
- * MongoDB duplicate key, into `conflict`.
+ * RequestState, and turns anything that is not a ConnectError, thrown by the
+ * handler or while a response stream is read, into `internal` (the cause is
+ * logged with the request id, never sent), for a MongoDB duplicate key into
+ * `conflict`, and for a call aborted first (its deadline passed, the client
+ * went away) into the abort's own error (`deadline_exceeded`, `canceled`).
  */
 export function outcomeInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
     const state = req.contextValues.get(requestStateKey);
     if (state) state.operation = `${req.service.typeName}/${req.method.name}`;
-    try {
-      return await next(req);
-    } catch (err) {
+    const answered = (err: unknown): ConnectError => {
       let error: ConnectError;
       if (err instanceof ConnectError) {
         error = err;
+      } else if (req.signal.aborted) {
+        // The call ended first (its deadline passed, or the client went away): whatever the handler threw
+        // on that account is the call's end, not a fault of the handler.
+        error = ConnectError.from(req.signal.reason);
       } else if (isDuplicateKeyError(err)) {
         error = apiError("conflict", "A resource with the same unique value already exists");
       } else {
@@ -34,8 +47,26 @@ export function outcomeInterceptor(logger: Logger): Interceptor {
         error = apiError("internal", `Internal error; quote request id ${state?.requestId ?? "(none)"} when reporting it`);
       }
       if (state) state.errorCode = describeError(error).code;
-      throw error;
+      return error;
+    };
+    let res: Awaited<ReturnType<typeof next>>;
+    try {
+      res = await next(req);
+    } catch (err) {
+      throw answered(err);
     }
+    if (res.stream) {
+      // The response objects of the router and the gateway are plain objects: the stream is replaced in place.
+      const messages = res.message;
+      (res as { message: AsyncIterable<unknown> }).message = (async function* () {
+        try {
+          yield* messages;
+        } catch (err) {
+          throw answered(err);
+        }
+      })();
+    }
+    return res;
   };
 }
 

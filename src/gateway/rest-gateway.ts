@@ -18,7 +18,7 @@ import { CallContext, chainInterceptors, type CallTarget } from "./call-context.
 import { compilePathTemplate, type PathTemplate } from "./path-template.js";
 import { requestStateKey, type RequestState } from "./request-state.js";
 import { fromRestJson, toRestJson } from "./rest-json.js";
-import { MAX_MESSAGE_BYTES, parseJsonBytes, protoKeyViolations, readUpTo, rpcInputKey } from "./rpc-input.js";
+import { jsonBodyRule, JsonTooDeepError, MAX_MESSAGE_BYTES, parseJsonBytes, protoKeyViolations, readUpTo, rpcInputKey } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
 /** A request and response of either node:http or node:http2 (compatibility API). */
@@ -200,7 +200,7 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
         try {
           parsed = parseJsonBytes(body);
         } catch (err) {
-          if (err instanceof TypeError) throw invalidArgument("(body)", "must be valid UTF-8");
+          if (err instanceof TypeError || err instanceof JsonTooDeepError) throw invalidArgument("(body)", jsonBodyRule(err));
           throw apiError("invalid_argument", `Request body is not valid JSON: ${(err as Error).message}`, {
             field: "(body)",
             rule: "must be valid JSON",

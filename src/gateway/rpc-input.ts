@@ -1,15 +1,23 @@
 import zlib from "node:zlib";
-import { fromBinary, fromJson, type DescMessage, type DescMethod, type JsonValue } from "@bufbuild/protobuf";
-import { createContextKey, type ConnectError, type Interceptor } from "@connectrpc/connect";
-import { apiError, violationsError, type FieldViolation } from "../shared/errors.js";
+import { fromBinary, fromJson, type DescMessage, type DescMethod, type JsonValue, type Registry } from "@bufbuild/protobuf";
+import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import { violationsError, type FieldViolation } from "../shared/errors.js";
 
 /*
  * One reading of RPC input for every protocol (Connect JSON and binary, gRPC,
- * gRPC-Web), before the Connect router parses it. connect-es answers a body it
- * cannot parse with `internal` (it wraps every serialization error so), reads
- * unknown JSON fields leniently when asked and silently drops a map key
- * "__proto__"; here each of those is a precise `invalid_argument` naming the
- * field and the rule, and an oversized message is `payload_too_large`.
+ * gRPC-Web), before the Connect router parses it, in two layers:
+ *
+ * - The framing (envelopes, their flags and compression, the number of
+ *   messages, a message's size) is answered as the Connect and gRPC
+ *   protocols specify, with their codes and a message naming the rule and
+ *   no error details, as Connect's own handlers answer and the Connect
+ *   conformance suite checks (framingError).
+ * - The message itself (its protobuf or JSON, UTF-8, unknown JSON fields,
+ *   a map key "__proto__", nesting) is the service's input: connect-es
+ *   answers a body it cannot parse with `internal`, reads unknown JSON
+ *   fields leniently when asked and silently drops a map key "__proto__";
+ *   here each is a precise `invalid_argument` naming the field and the rule,
+ *   with its google.rpc.BadRequest.
  *
  * The problem is not answered at once: it travels in the context to
  * inputInterceptor, innermost of the chain, so that a caller without a valid
@@ -18,6 +26,17 @@ import { apiError, violationsError, type FieldViolation } from "../shared/errors
 
 /** Largest request message accepted, in bytes (after decompression): 1 MiB. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/** How a port reads RPC input (createRpcServer's options). */
+export interface InputRules {
+  /** Largest request message accepted, in bytes (after decompression). */
+  readonly maxMessageBytes: number;
+  /** Message types a google.protobuf.Any in JSON may name; none when absent. */
+  readonly registry?: Registry;
+}
+
+/** The public port's input rules: messages up to MAX_MESSAGE_BYTES, no Any in JSON. */
+export const DEFAULT_INPUT_RULES: InputRules = { maxMessageBytes: MAX_MESSAGE_BYTES };
 
 /** What readRpcInput found wrong with a request's input, per request. */
 export interface RpcInput {
@@ -72,19 +91,31 @@ function emptyMessage(format: Format): Uint8Array {
   return envelope;
 }
 
-function tooLarge(limit: number): ConnectError {
-  return apiError("payload_too_large", `The request message is larger than ${limit} bytes`, { limit_bytes: String(limit) });
-}
-
 /**
- * An encoding the service does not decode. The protocols suggest
- * `unimplemented` (HTTP 501 over Connect); it is the client's input, so it
- * is `invalid_argument` naming the header, as every bad input is.
+ * An error of the RPC framing, in the form the Connect and gRPC protocols
+ * give it: `code` and a message naming the rule, no error details (the
+ * request log records the code as the error table names it: describeError).
  */
-function unknownEncoding(format: Format, encoding: string): ConnectError {
-  return violationsError([{ field: format.encodingHeader, description: `must be gzip, br or identity, not ${JSON.stringify(encoding.slice(0, 40))}` }]);
+function framingError(code: Code, message: string): ConnectError {
+  return new ConnectError(message, code);
 }
 
+/** A message over the limit: resource_exhausted (both protocols' code for it). */
+function tooLarge(limit: number): ConnectError {
+  return framingError(Code.ResourceExhausted, `The request message is larger than ${limit} bytes`);
+}
+
+/** An encoding the service does not decode: unimplemented, as both protocols say (HTTP 501 over Connect). */
+function unknownEncoding(format: Format, encoding: string): ConnectError {
+  return framingError(Code.Unimplemented, `${format.encodingHeader}: must be gzip, br or identity, not ${JSON.stringify(encoding.slice(0, 40))}`);
+}
+
+/** A broken rule of the framing, naming the body: invalid_argument. */
+function framingRule(rule: string, code = Code.InvalidArgument): ConnectError {
+  return framingError(code, `(body): ${rule}`);
+}
+
+/** A broken rule of the message itself: invalid_argument with its violation. */
 function bodyError(rule: string): ConnectError {
   return violationsError([{ field: "(body)", description: rule }]);
 }
@@ -147,6 +178,49 @@ function jsonViolation(root: DescMessage, message: string): FieldViolation {
 }
 
 /**
+ * Deepest nesting of JSON objects and arrays accepted in a request body: 100
+ * levels, protobuf's own recursion limit (protobuf-es's binary reader
+ * refuses messages nested deeper than 100 the same way: "maximum recursion
+ * depth of 100 reached"). Deeper JSON is `invalid_argument` on every
+ * protocol (jsonNestsDeeperThan measures it without recursion).
+ */
+export const MAX_NESTING_DEPTH = 100;
+
+/** The rule a too deeply nested JSON body breaks, as its violation says it. */
+export const NESTING_RULE = `must nest objects and arrays at most ${MAX_NESTING_DEPTH} levels deep`;
+
+/** Thrown by parseJsonBytes for JSON nested deeper than MAX_NESTING_DEPTH. */
+export class JsonTooDeepError extends Error {
+  constructor() {
+    super(NESTING_RULE);
+  }
+}
+
+/**
+ * Whether JSON `text` nests objects and arrays deeper than `max`: one pass
+ * over the text (brackets inside strings skipped), no recursion, so any
+ * depth is measured without a stack to overflow.
+ */
+export function jsonNestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/**
  * Every JSON object key "__proto__" in `value`, as field paths. JSON.parse
  * keeps such a key as an own property, but protobuf-es assigns map entries
  * to a plain object, where "__proto__" would set the prototype: the entry
@@ -176,23 +250,34 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
  * Parses a JSON body strictly, for REST and Connect alike: its bytes must be
- * valid UTF-8 (nothing is replaced by U+FFFD).
+ * valid UTF-8 (nothing is replaced by U+FFFD), and it may nest objects and
+ * arrays at most MAX_NESTING_DEPTH levels deep, so that no walk over the
+ * value needs a deeper stack.
  *
- * @throws TypeError for invalid UTF-8; SyntaxError for invalid JSON.
+ * @throws TypeError for invalid UTF-8; JsonTooDeepError for nesting beyond MAX_NESTING_DEPTH; SyntaxError for invalid JSON.
  */
 export function parseJsonBytes(bytes: Uint8Array): JsonValue {
-  return JSON.parse(utf8.decode(bytes)) as JsonValue;
+  const text = utf8.decode(bytes);
+  if (jsonNestsDeeperThan(text, MAX_NESTING_DEPTH)) throw new JsonTooDeepError();
+  return JSON.parse(text) as JsonValue;
+}
+
+/** The body rule a parseJsonBytes error breaks. */
+export function jsonBodyRule(err: unknown): string {
+  if (err instanceof TypeError) return "must be valid UTF-8";
+  if (err instanceof JsonTooDeepError) return NESTING_RULE;
+  return `must be valid JSON: ${(err as Error).message}`;
 }
 
 /** Checks one message's bytes against `desc`; the problem, or undefined when it reads cleanly. */
-function checkMessage(desc: DescMessage, bytes: Buffer, json: boolean): ConnectError | undefined {
+function checkMessage(desc: DescMessage, bytes: Buffer, json: boolean, registry: Registry | undefined): ConnectError | undefined {
   if (!json) {
     if (bytes.includes(BINARY_PROTO_KEY)) return bodyError('a map key may not be "__proto__"');
     try {
       fromBinary(desc, bytes);
       return undefined;
     } catch (err) {
-      // RangeError included: 10,000 nested groups overflow the reader's stack.
+      // Messages nested deeper than 100 included: the reader's recursion limit.
       return bodyError(`must be a valid protobuf encoding of ${desc.typeName}: ${(err as Error).message}`);
     }
   }
@@ -200,24 +285,30 @@ function checkMessage(desc: DescMessage, bytes: Buffer, json: boolean): ConnectE
   try {
     parsed = parseJsonBytes(bytes);
   } catch (err) {
-    return bodyError(err instanceof TypeError ? "must be valid UTF-8" : `must be valid JSON: ${(err as Error).message}`);
+    return bodyError(jsonBodyRule(err));
   }
   const protoKeys = protoKeyViolations(parsed);
   if (protoKeys.length > 0) return violationsError(protoKeys);
   try {
-    fromJson(desc, parsed, { ignoreUnknownFields: false });
+    fromJson(desc, parsed, { ignoreUnknownFields: false, registry });
     return undefined;
   } catch (err) {
     return violationsError([jsonViolation(desc, (err as Error).message)]);
   }
 }
 
-/** Splits an enveloped body into its one message; a problem when it is not exactly one well-formed envelope. */
+/**
+ * Splits an enveloped body into its one message; a problem when it is not
+ * exactly one well-formed envelope: no message or more than one is
+ * `unimplemented` (the protocols' code for a call of the wrong
+ * cardinality), a truncated one `invalid_argument`.
+ */
 function oneEnvelope(body: Buffer): { flags: number; payload: Buffer } | ConnectError {
-  if (body.length < 5) return bodyError("must hold one message in a 5-byte envelope (flags and length)");
+  if (body.length === 0) return framingRule("must hold one message: this method takes exactly one", Code.Unimplemented);
+  if (body.length < 5) return framingRule(`is truncated: ${body.length} bytes of a 5-byte envelope (flags and length)`);
   const length = body.readUInt32BE(1);
-  if (body.length < 5 + length) return bodyError(`is truncated: the envelope announces ${length} bytes, ${body.length - 5} arrived`);
-  if (body.length > 5 + length) return bodyError("must hold exactly one message");
+  if (body.length < 5 + length) return framingRule(`is truncated: the envelope announces ${length} bytes, ${body.length - 5} arrived`);
+  if (body.length > 5 + length) return framingRule("must hold exactly one message: this method takes exactly one", Code.Unimplemented);
   return { flags: body[0]!, payload: body.subarray(5) };
 }
 
@@ -233,7 +324,7 @@ export interface CheckedBody {
 
 /**
  * Reads the body of a unary or server-streaming RPC request (at most
- * `limit` bytes of message, compressed or not) and checks it as `method`'s
+ * `rules.maxMessageBytes` of message, compressed or not) and checks it as `method`'s
  * input in its wire format: one well-formed envelope where the protocol
  * envelopes, a compressed flag only with an encoding, valid UTF-8 and JSON,
  * no unknown JSON field, a valid protobuf encoding, no "__proto__" map key.
@@ -245,8 +336,9 @@ export async function readRpcInput(
   method: DescMethod,
   header: Pick<Headers, "get">,
   body: AsyncIterable<Uint8Array>,
-  limit = MAX_MESSAGE_BYTES,
+  rules = DEFAULT_INPUT_RULES,
 ): Promise<CheckedBody | undefined> {
+  const limit = rules.maxMessageBytes;
   const format = formatOf(header.get("content-type") ?? "");
   if (!format) return undefined;
   const encoding = (header.get(format.encodingHeader) ?? "identity").toLowerCase();
@@ -259,65 +351,71 @@ export async function readRpcInput(
   let problem: ConnectError | undefined;
   if (format.enveloped) {
     const envelope = oneEnvelope(raw);
-    problem = "payload" in envelope ? checkEnvelope(method, format, encoding, envelope.flags, envelope.payload, limit) : envelope;
+    problem = "payload" in envelope ? checkEnvelope(method, format, encoding, envelope.flags, envelope.payload, rules) : envelope;
   } else {
     // Connect unary: no envelope; Content-Encoding compresses the whole body.
-    problem = checkEnvelope(method, format, encoding, encoding === "identity" ? 0 : 1, raw, limit);
+    problem = checkEnvelope(method, format, encoding, encoding === "identity" ? 0 : 1, raw, rules);
   }
   return problem ? refuse(problem) : { body: raw };
 }
 
 /** Checks one message with its envelope flags (bit 0: compressed with `encoding`); the problem, or undefined. */
-function checkEnvelope(method: DescMethod, format: Format, encoding: string, flags: number, payload: Buffer, limit: number): ConnectError | undefined {
-  if ((flags & ~1) !== 0) return bodyError(`envelope flags must be 0 or 1, got ${flags}`);
+function checkEnvelope(method: DescMethod, format: Format, encoding: string, flags: number, payload: Buffer, rules: InputRules): ConnectError | undefined {
+  const limit = rules.maxMessageBytes;
+  if ((flags & ~1) !== 0) return framingRule(`envelope flags must be 0 or 1, got ${flags}`);
   if ((flags & 1) === 1) {
-    if (encoding === "identity") return bodyError(`a compressed message needs a ${format.encodingHeader} header naming its encoding`);
+    // gRPC's spec: a compressed flag without an encoding is INTERNAL.
+    if (encoding === "identity") return framingRule(`a compressed message needs a ${format.encodingHeader} header naming its encoding`, Code.Internal);
     try {
       payload = decompress(encoding, payload, limit);
     } catch (err) {
-      return (err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE" ? tooLarge(limit) : bodyError(`must be valid ${encoding} data: ${(err as Error).message}`);
+      return (err as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE" ? tooLarge(limit) : framingRule(`must be valid ${encoding} data: ${(err as Error).message}`);
     }
   }
-  return checkMessage(method.input, payload, format.json);
+  return checkMessage(method.input, payload, format.json, rules.registry);
 }
 
 /**
  * The body of a client- or bidirectional-streaming call, checked message by
  * message as it arrives (the same rules as readRpcInput, each message at
- * most `limit` bytes). A problem is thrown from the stream as
- * `invalid_argument` / `payload_too_large`, which the handler answers. A
- * Content-Type Connect does not serve passes unchecked (Connect answers it).
+ * most `rules.maxMessageBytes`). A problem is thrown from the stream as soon
+ * as it is found, which the handler answers. A Content-Type Connect does not
+ * serve passes unchecked (Connect answers it).
  */
 export async function* checkedStream(
   method: DescMethod,
   header: Headers,
   body: AsyncIterable<Uint8Array>,
-  limit = MAX_MESSAGE_BYTES,
+  rules = DEFAULT_INPUT_RULES,
 ): AsyncGenerator<Uint8Array> {
+  const limit = rules.maxMessageBytes;
   const format = formatOf(header.get("content-type") ?? "");
   const encoding = (header.get(format?.encodingHeader ?? "") ?? "identity").toLowerCase();
   if (!format?.enveloped) {
     yield* body; // Connect answers these itself (415)
     return;
   }
+  const chunks = body[Symbol.asyncIterator]();
+  /** The problem, answered at once (a streaming client may wait for it before it sends more); the rest of the body is read and dropped meanwhile. */
+  const refuse = (problem: ConnectError) => {
+    void (async () => {
+      while (!(await chunks.next()).done);
+    })().catch(() => undefined);
+    return problem;
+  };
+  if (!KNOWN_ENCODINGS.has(encoding)) throw refuse(unknownEncoding(format, encoding));
   let pending: Buffer = Buffer.alloc(0);
-  let problem = KNOWN_ENCODINGS.has(encoding) ? undefined : unknownEncoding(format, encoding);
-  for await (const chunk of body) {
-    if (problem) continue; // read to the end, then answer (as readRpcInput does)
-    pending = Buffer.concat([pending, chunk]);
-    while (pending.length >= 5 && !problem) {
+  for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+    pending = Buffer.concat([pending, next.value]);
+    while (pending.length >= 5) {
       const length = pending.readUInt32BE(1);
-      if (length > limit) {
-        problem = tooLarge(limit);
-        break;
-      }
+      if (length > limit) throw refuse(tooLarge(limit));
       if (pending.length < 5 + length) break;
-      problem = checkEnvelope(method, format, encoding, pending[0]!, pending.subarray(5, 5 + length), limit);
-      if (problem) break;
+      const problem = checkEnvelope(method, format, encoding, pending[0]!, pending.subarray(5, 5 + length), rules);
+      if (problem) throw refuse(problem);
       yield pending.subarray(0, 5 + length);
       pending = pending.subarray(5 + length);
     }
   }
-  if (!problem && pending.length > 0) problem = bodyError(`is truncated: ${pending.length} bytes after the last whole message`);
-  if (problem) throw problem;
+  if (pending.length > 0) throw framingRule(`is truncated: ${pending.length} bytes after the last whole message`);
 }

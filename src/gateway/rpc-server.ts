@@ -8,7 +8,7 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import { apiError, describeError, toConnectError, type ErrorCode } from "../shared/errors.js";
+import { apiError, describeError, errorCodeOfGrpcCode, toConnectError, type ErrorCode } from "../shared/errors.js";
 import { newRequestId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
 import { RESPONSE_COMPRESSIONS, RPC_JSON_OPTIONS } from "./call-context.js";
@@ -18,7 +18,7 @@ import { createPolyglotServer, type ListenerLimits } from "./listener.js";
 import { createRestGateway, writeRestError, type NodeRequest, type NodeResponse, type RestGateway } from "./rest-gateway.js";
 import { requestStateKey, type Protocol, type RequestState } from "./request-state.js";
 import { validationInterceptor } from "./validation.js";
-import { checkedStream, inputInterceptor, MAX_MESSAGE_BYTES, readRpcInput, rpcInputKey, type RpcInput } from "./rpc-input.js";
+import { checkedStream, DEFAULT_INPUT_RULES, inputInterceptor, readRpcInput, rpcInputKey, type InputRules, type RpcInput } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
 /** How a finished request ended, for the request log. */
@@ -71,6 +71,8 @@ export interface RpcServerOptions {
   trustForwardedFor: boolean;
   /** Timeouts against slow clients. */
   limits: ListenerLimits;
+  /** How input is read on every protocol; DEFAULT_INPUT_RULES (messages up to MAX_MESSAGE_BYTES) unless set. */
+  input?: InputRules;
   logger: Logger;
 }
 
@@ -86,16 +88,6 @@ export interface RpcServer {
    */
   close(timeoutMs: number): Promise<void>;
 }
-
-const grpcCodeToError = new Map<number, ErrorCode>([
-  [Code.InvalidArgument, "invalid_argument"],
-  [Code.NotFound, "not_found"],
-  [Code.Unauthenticated, "unauthenticated"],
-  [Code.PermissionDenied, "permission_denied"],
-  [Code.ResourceExhausted, "rate_limited"],
-  [Code.Unimplemented, "unimplemented"],
-  [Code.Unavailable, "unavailable"],
-]);
 
 const httpStatusToError = new Map<number, ErrorCode>([
   [400, "invalid_argument"],
@@ -266,13 +258,13 @@ type ConnectHandler = (req: NodeRequest, res: NodeResponse, contextValues: Conte
  * readRpcInput (a problem reaches the handler's caller through
  * inputInterceptor, which `interceptors` must end with, followed by
  * validationInterceptor: see INPUT_CHECKS). Messages are limited to
- * MAX_MESSAGE_BYTES; unknown JSON fields are refused, as on REST.
+ * `rules.maxMessageBytes`; unknown JSON fields are refused, as on REST.
  */
-function createConnectHandler(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[], logger: Logger): ConnectHandler {
+function createConnectHandler(services: readonly ServiceRegistration[], interceptors: readonly Interceptor[], logger: Logger, rules: InputRules): ConnectHandler {
   const router = createConnectRouter({
     interceptors: [...interceptors],
-    jsonOptions: RPC_JSON_OPTIONS,
-    readMaxBytes: MAX_MESSAGE_BYTES,
+    jsonOptions: { ...RPC_JSON_OPTIONS, registry: rules.registry },
+    readMaxBytes: rules.maxMessageBytes,
     acceptCompression: [...RESPONSE_COMPRESSIONS],
   });
   for (const { service, impl } of services) router.service(service, impl as ServiceImpl<DescService>);
@@ -292,9 +284,9 @@ function createConnectHandler(services: readonly ServiceRegistration[], intercep
     dropUnboundedDeadlines(uReq.header);
     const kind = handler.method.methodKind;
     if (req.method === "POST" && (kind === "client_streaming" || kind === "bidi_streaming")) {
-      uReq.body = checkedStream(handler.method, uReq.header, uReq.body as AsyncIterable<Uint8Array>);
+      uReq.body = checkedStream(handler.method, uReq.header, uReq.body as AsyncIterable<Uint8Array>, rules);
     } else if (req.method === "POST") {
-      const checked = await readRpcInput(handler.method, uReq.header, uReq.body as AsyncIterable<Uint8Array>);
+      const checked = await readRpcInput(handler.method, uReq.header, uReq.body as AsyncIterable<Uint8Array>, rules);
       if (checked) {
         input.problem = checked.problem;
         if (checked.dropHeader) uReq.header.delete(checked.dropHeader);
@@ -332,15 +324,16 @@ function createConnectHandler(services: readonly ServiceRegistration[], intercep
  */
 export function createRpcServer(options: RpcServerOptions): RpcServer {
   const interceptors = [...options.interceptors, ...INPUT_CHECKS];
-  const connectHandler = createConnectHandler(options.services, interceptors, options.logger);
-  const openHandler = createConnectHandler(options.openServices ?? [], INPUT_CHECKS, options.logger);
+  const input = options.input ?? DEFAULT_INPUT_RULES;
+  const connectHandler = createConnectHandler(options.services, interceptors, options.logger, input);
+  const openHandler = createConnectHandler(options.openServices ?? [], INPUT_CHECKS, options.logger, input);
   const connectPaths = new Set<string>();
   for (const { service } of options.services) for (const m of service.methods) connectPaths.add(`/${service.typeName}/${m.name}`);
   const openPaths = new Map<string, string>();
   for (const { service } of options.openServices ?? []) for (const m of service.methods) openPaths.set(`/${service.typeName}/${m.name}`, m.methodKind);
-  const gateway = createRestGateway({ services: options.services, interceptors });
-  const grpcUnary = createGrpcUnary(options.services, interceptors);
-  const connectUnary = createConnectUnary(options.services, interceptors);
+  const gateway = createRestGateway({ services: options.services, interceptors, maxBodyBytes: input.maxMessageBytes });
+  const grpcUnary = createGrpcUnary(options.services, interceptors, input);
+  const connectUnary = createConnectUnary(options.services, interceptors, input);
   const httpRoutes = new Map((options.httpRoutes ?? []).map((r) => [`${r.method} ${r.path}`, r]));
 
   let inFlight = 0;
@@ -412,7 +405,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       let errorCode = state.errorCode;
       if (!errorCode) {
         const status = grpcStatus.value;
-        if (status !== undefined && status !== "0") errorCode = grpcCodeToError.get(Number(status)) ?? "internal";
+        if (status !== undefined && status !== "0") errorCode = errorCodeOfGrpcCode(Number(status) as Code);
         else if (res.statusCode >= 400) errorCode = httpStatusToError.get(res.statusCode) ?? "internal";
         else if (!res.writableFinished) errorCode = "unavailable"; // the client went away
       }
@@ -430,7 +423,8 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       if (options.admit) await options.admit(state, req);
       if (!isRpc && isGrpcType(req.headers["content-type"])) {
         // A gRPC call of a method this port does not serve: the refusal of its key if any, else unimplemented.
-        writeGrpcError(req, res, state, state.refusal ? toConnectError(state.refusal) : apiError("unimplemented", `The method ${path} does not exist on this service`, { method: path }));
+        // The protocol's own answer to an unknown method (no error details, as Connect's router answers it).
+        writeGrpcError(req, res, state, state.refusal ? toConnectError(state.refusal) : new ConnectError(`The method ${path} does not exist on this service`, Code.Unimplemented));
         return;
       }
       if (isRpc) {

@@ -48,13 +48,17 @@ export interface FieldViolation {
   description: string;
 }
 
-/** Code for a gRPC code when an error carries no ErrorInfo (framework errors). */
+/**
+ * Code for a gRPC code when an error carries no ErrorInfo: errors of the RPC
+ * framing and of the framework, where resource_exhausted is a message over
+ * the size limit (the rate limit's refusals always carry their ErrorInfo).
+ */
 const codeByGrpcCode = new Map<Code, ErrorCode>([
   [Code.InvalidArgument, "invalid_argument"],
   [Code.NotFound, "not_found"],
   [Code.Unauthenticated, "unauthenticated"],
   [Code.PermissionDenied, "permission_denied"],
-  [Code.ResourceExhausted, "rate_limited"],
+  [Code.ResourceExhausted, "payload_too_large"],
   [Code.FailedPrecondition, "invalid_argument"],
   [Code.AlreadyExists, "conflict"],
   [Code.Aborted, "conflict"],
@@ -63,6 +67,11 @@ const codeByGrpcCode = new Map<Code, ErrorCode>([
   [Code.DeadlineExceeded, "unavailable"],
   [Code.Canceled, "unavailable"],
 ]);
+
+/** The error table's code for a gRPC status of an error without ErrorInfo (see codeByGrpcCode); `internal` for any other. */
+export function errorCodeOfGrpcCode(code: Code): ErrorCode {
+  return codeByGrpcCode.get(code) ?? "internal";
+}
 
 /**
  * Bounds of an error's parts. Errors may echo input (a path, a field name, a
@@ -160,7 +169,7 @@ export function describeError(err: ConnectError): DescribedError {
   const [badRequest] = err.findDetails(BadRequestSchema);
   const fromInfo = info?.domain === ERROR_DOMAIN && info.reason in errorTable ? (info.reason as ErrorCode) : undefined;
   return {
-    code: fromInfo ?? codeByGrpcCode.get(err.code) ?? "internal",
+    code: fromInfo ?? errorCodeOfGrpcCode(err.code),
     message: err.rawMessage,
     details: info ? { ...info.metadata } : {},
     violations: badRequest ? badRequest.fieldViolations.map((v) => ({ field: v.field, description: v.description })) : [],

@@ -33,8 +33,25 @@ export interface FuzzRequest {
   method: string;
   path: string;
   headers: Record<string, string>;
-  /** The body; "oversized" stands for 1 MiB + 16 bytes (kept short in counterexamples). */
-  body: Uint8Array | "oversized" | undefined;
+  /**
+   * The body; "oversized" stands for 1 MiB + 16 bytes, and a Shaped body for
+   * a deep or wide one made from its description (both kept short in
+   * counterexamples).
+   */
+  body: Uint8Array | "oversized" | Shaped | undefined;
+}
+
+/**
+ * A body deep or wide beyond the limits, described rather than spelled out:
+ * JSON objects nested `size` levels (inside a send's variables), arrays
+ * nested `size` levels, an object with `size` variables, an array of `size`
+ * numbers, or `size` nested protobuf groups; in a gRPC envelope when
+ * `enveloped`.
+ */
+export interface Shaped {
+  shape: "deep-object" | "deep-array" | "wide-object" | "wide-array" | "deep-groups";
+  size: number;
+  enveloped: boolean;
 }
 
 const rpcPaths = [AccountService, SenderService, TemplateService, MessageService, WebhookService, FlowResponseService].flatMap((s) =>
@@ -67,8 +84,46 @@ const validJson = ['{"to":"4915112345678","sender":"snd_x","template":{"id":"tpl
 
 const OVERSIZED = Buffer.alloc(1024 * 1024 + 16, 0x61);
 
+/** The bytes of a Shaped body. */
+function shapedBytes({ shape, size, enveloped }: Shaped): Buffer {
+  let text: string;
+  switch (shape) {
+    case "deep-object":
+      text = `{"to":"4915112345678","template":{"variables":${'{"a":'.repeat(size)}"x"${"}".repeat(size)}}}`;
+      break;
+    case "deep-array":
+      text = "[".repeat(size) + "]".repeat(size);
+      break;
+    case "wide-object":
+      text = `{"to":"4915112345678","template":{"id":"tpl_x","variables":{${Array.from({ length: size }, (_, i) => `"v${i}":"x"`).join(",")}}}}`;
+      break;
+    case "wide-array":
+      text = `{"to":[${Array(size).fill(1).join(",")}]}`;
+      break;
+    case "deep-groups":
+      text = "";
+      break;
+  }
+  // A start-group tag of field 1 (0x0b), `size` times: groups nested as deep.
+  const payload = shape === "deep-groups" ? Buffer.alloc(size, 0x0b) : Buffer.from(text);
+  if (!enveloped) return payload;
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([head, payload]);
+}
+
 function bodyBytes(body: FuzzRequest["body"]): Buffer | undefined {
-  return body === "oversized" ? OVERSIZED : body === undefined ? undefined : Buffer.from(body);
+  if (body === "oversized") return OVERSIZED;
+  if (body === undefined) return undefined;
+  return body instanceof Uint8Array ? Buffer.from(body) : shapedBytes(body);
+}
+
+/** Deep and wide bodies, around and far beyond the nesting limit (100) and wide up to the size limit. */
+function shaped(enveloped: fc.Arbitrary<boolean>): fc.Arbitrary<Shaped> {
+  return fc.oneof(
+    fc.record({ shape: fc.constantFrom("deep-object" as const, "deep-array" as const, "deep-groups" as const), size: fc.oneof(fc.integer({ min: 95, max: 105 }), fc.integer({ min: 106, max: 100_000 })), enveloped }),
+    fc.record({ shape: fc.constantFrom("wide-object" as const, "wide-array" as const), size: fc.integer({ min: 1000, max: 60_000 }), enveloped }),
+  );
 }
 
 /** Printable ASCII text (header values must be). */
@@ -104,6 +159,7 @@ const anyBody = fc.oneof(
   { weight: 4, arbitrary: mutated(validMessages) },
   { weight: 4, arbitrary: enveloped(fc.oneof(mutated(validMessages), fc.uint8Array({ maxLength: 200 }), fc.constantFrom(...validMessages))) },
   { weight: 1, arbitrary: fc.constant("oversized" as const) },
+  { weight: 2, arbitrary: shaped(fc.boolean()) },
 );
 
 function authorization(target: FuzzTarget): fc.Arbitrary<string | undefined> {
@@ -174,8 +230,13 @@ export function http1Requests(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
 /** Requests sent over HTTP/2 as gRPC. */
 export function grpcRequests(target: FuzzTarget): fc.Arbitrary<FuzzRequest> {
   const path = fc.oneof(fc.constantFrom(...rpcPaths, ...rpcPaths, ...openRpcPaths), fc.webPath().filter((p) => p.startsWith("/")));
-  const contentType = fc.constantFrom("application/grpc", "application/grpc+proto", "application/grpc+json", "application/grpc+xml");
-  const body = fc.oneof(enveloped(fc.oneof(mutated(validMessages), fc.uint8Array({ maxLength: 300 }), fc.constantFrom(...validMessages))), fc.uint8Array({ maxLength: 50 }), fc.constant("oversized" as const));
+  const contentType = fc.constantFrom("application/grpc", "application/grpc+proto", "application/grpc+json", "application/grpc+json", "application/grpc+xml");
+  const body = fc.oneof(
+    enveloped(fc.oneof(mutated(validMessages), fc.uint8Array({ maxLength: 300 }), fc.constantFrom(...validMessages))),
+    fc.uint8Array({ maxLength: 50 }),
+    fc.constant("oversized" as const),
+    shaped(fc.constant(true)),
+  );
   return fc
     .record({ path, contentType, auth: authorization(target), extra: extraHeaders, body })
     .map(({ path, contentType, auth, extra, body }) => {
