@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { ConsoleRole, ConsoleUserService } from "../gen/messaging/console/v1/console_users_pb.js";
 import { rest } from "./helpers/clients.js";
 import { createSender, createTemplate, FAST_MESSAGING, msgsvc as runMsgsvc } from "./helpers/messaging.js";
-import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
+import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 let t: TestService;
 const msgsvc = (args: string[]) => runMsgsvc(t, args);
@@ -113,6 +114,45 @@ describe("msgsvc messages", () => {
     const other = await t.createWorkspace("CLI other");
     expect((await msgsvc(["messages", "get", read, "--workspace", other])).stderr).toMatch(/^error: not_found/);
     expect((await msgsvc(["events", "get", got.events[0].id, "--workspace", other])).stderr).toMatch(/^error: not_found/);
+  });
+
+  it("gets a message and an event by the id alone, as every other get does", async () => {
+    const id = await send("4915100001235");
+    const byId = await eventually(async () => {
+      const res = await msgsvc(["messages", "get", id, "--json"]);
+      expect(res.stderr).toBe("");
+      const json = JSON.parse(res.stdout);
+      return json.events.length > 0 ? json : undefined;
+    });
+    expect(byId.message).toMatchObject({ message_id: id, to: "4915100001235" });
+    const event = await msgsvc(["events", "get", byId.events[0].id, "--json"]);
+    expect(event.code, event.stderr).toBe(0);
+    expect(JSON.parse(event.stdout)).toMatchObject({ id: byId.events[0].id, workspace_id: ws, data: { message_id: id } });
+    // The console's REST routes without the workspace.
+    const overRest = await rest(t.consoleUrl, "GET", `/console/v1/messages/${id}`, { key: TEST_CONSOLE_TOKEN });
+    expect(overRest.json.message.message_id).toBe(id);
+    const eventOverRest = await rest(t.consoleUrl, "GET", `/console/v1/events/${byId.events[0].id}`, { key: TEST_CONSOLE_TOKEN });
+    expect(eventOverRest.json).toMatchObject({ id: byId.events[0].id, type: byId.events[0].type });
+    expect((await msgsvc(["messages", "get", "msg_00000000-0000-4000-8000-000000000000"])).stderr).toMatch(/^error: not_found/);
+  });
+
+  it("by the id alone, a console user reads only the messages and events of workspaces it has a role in", async () => {
+    const id = await send("4915100001236");
+    const eventId = await eventually(async () => (await t.service.events.collection.findOne({ "data.message_id": id }))?._id);
+    const other = await t.createWorkspace("CLI outsider's workspace");
+    const password = "a-good-password-123";
+    const users = t.console(ConsoleUserService);
+    await users.createConsoleUser({ email: "outsider@example.com", password, roles: [{ workspaceId: other, role: ConsoleRole.VIEWER }] });
+    await users.createConsoleUser({ email: "insider@example.com", password, roles: [{ workspaceId: ws, role: ConsoleRole.VIEWER }] });
+    const tokenOf = async (email: string) => (await rest(t.consoleUrl, "POST", "/console/v1/sessions", { body: { email, password } })).json.token as string;
+    const outsider = await tokenOf("outsider@example.com");
+    const insider = await tokenOf("insider@example.com");
+    for (const path of [`/console/v1/messages/${id}`, `/console/v1/events/${eventId}`]) {
+      const refused = await rest(t.consoleUrl, "GET", path, { key: outsider });
+      expect(refused.status, path).toBe(404);
+      expect(refused.json.error.code).toBe("not_found");
+      expect((await rest(t.consoleUrl, "GET", path, { key: insider })).status, path).toBe(200);
+    }
   });
 
   it("the same message log over the console's REST routes", async () => {

@@ -3,7 +3,8 @@ import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Filter } from "mongodb";
 import type { MessageLogService } from "../../gen/messaging/console/v1/messages_pb.js";
 import { MessageStatus } from "../../gen/messaging/v1/messages_pb.js";
-import { requireWorkspaceAccess } from "../console/console-access.js";
+import { mayRead, requireWorkspaceAccess } from "../console/console-access.js";
+import { requestState } from "../gateway/request-state.js";
 import { requireWorkspace } from "../console/workspace-service.js";
 import { ledgerEntryToProto } from "../credits/credit-service.js";
 import type { CreditStore } from "../credits/credit-store.js";
@@ -48,7 +49,8 @@ function timeline(record: MessageRecord) {
  * log of a workspace (outbound messages of every key, filtered by status,
  * recipient and creation time), one message with its status timeline, its
  * credit spend and refund and the events it caused, and one event with its
- * payload. Viewers and admins of the workspace may read it.
+ * payload. Viewers and admins of the workspace may read it; a message or
+ * event may be read by its id alone (ids are unique across workspaces).
  *
  * Errors: not_found for an unknown workspace, message or event (also one of
  * another workspace); permission_denied without access to the workspace;
@@ -64,6 +66,25 @@ export function createMessageLogService(deps: {
   const authorize = async (workspaceId: string, context: Parameters<typeof requireWorkspaceAccess>[0]) => {
     await requireWorkspace(workspaces, workspaceId);
     requireWorkspaceAccess(context, workspaceId, "read");
+  };
+  /**
+   * A record of a Get by id: in `workspaceId` when given (authorized as a
+   * list is), else in its own workspace, which the caller must be able to
+   * read (not_found otherwise, as for an unknown id).
+   */
+  const readable = async <R extends { workspace_id: string }>(
+    workspaceId: string,
+    context: Parameters<typeof requireWorkspaceAccess>[0],
+    find: (workspaceId: string | undefined) => Promise<R | null>,
+  ): Promise<R | null> => {
+    if (workspaceId) {
+      await authorize(workspaceId, context);
+      return find(workspaceId);
+    }
+    const record = await find(undefined);
+    if (!record || !mayRead(requestState(context).consoleActor, record.workspace_id)) return null;
+    requireWorkspaceAccess(context, record.workspace_id, "read");
+    return record;
   };
   return {
     async listMessages(req, context) {
@@ -83,8 +104,9 @@ export function createMessageLogService(deps: {
     },
 
     async getMessage(req, context) {
-      await authorize(req.workspaceId, context);
-      const record = await messages.collection.findOne({ _id: req.id, workspace_id: req.workspaceId, direction: "outbound" });
+      const record = await readable(req.workspaceId, context, (workspaceId) =>
+        messages.collection.findOne({ _id: req.id, ...(workspaceId ? { workspace_id: workspaceId } : {}), direction: "outbound" }),
+      );
       if (!record) throw notFound("message", req.id);
       // One query per index (each filter is exactly an index's keys, which every server plans by that index).
       const caused = (field: string) => events.collection.find({ [field]: record._id }).limit(MAX_EVENTS_PER_MESSAGE).toArray();
@@ -95,7 +117,7 @@ export function createMessageLogService(deps: {
         caused("data.reply_to_message_id"),
       ]);
       const eventsCaused = [...own, ...replies]
-        .filter((event) => event.workspace_id === req.workspaceId)
+        .filter((event) => event.workspace_id === record.workspace_id)
         .sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || a._id.localeCompare(b._id))
         .slice(0, MAX_EVENTS_PER_MESSAGE);
       return {
@@ -109,8 +131,7 @@ export function createMessageLogService(deps: {
     },
 
     async getEvent(req, context) {
-      await authorize(req.workspaceId, context);
-      const event = await events.collection.findOne({ _id: req.id, workspace_id: req.workspaceId });
+      const event = await readable(req.workspaceId, context, (workspaceId) => events.collection.findOne({ _id: req.id, ...(workspaceId ? { workspace_id: workspaceId } : {}) }));
       if (!event) throw notFound("event", req.id);
       return { event: eventToProto(event) };
     },

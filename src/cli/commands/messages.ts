@@ -61,7 +61,7 @@ export function messageCommands(ctx: CliContext): Command {
   messages
     .command("get <id>")
     .description("show a message: its status timeline, credits charged and refunded, and the events it caused")
-    .requiredOption("--workspace <id>", "workspace of the message")
+    .option("--workspace <id>", "workspace of the message (optional: message ids are unique)", "")
     .option("--json", "print the whole answer as JSON")
     .action(async (id: string, o: { workspace: string; json?: boolean }) => {
       const res = await client().getMessage({ workspaceId: o.workspace, id });
@@ -94,7 +94,7 @@ export function eventCommands(ctx: CliContext): Command {
   events
     .command("get <id>")
     .description("show an event and its payload (the envelope's data)")
-    .requiredOption("--workspace <id>", "workspace of the event")
+    .option("--workspace <id>", "workspace of the event (optional: event ids are unique)", "")
     .option("--json", "print JSON")
     .action(async (id: string, o: { workspace: string; json?: boolean }) => {
       const { event } = await ctx.client(MessageLogService).getEvent({ workspaceId: o.workspace, id });
