@@ -32,28 +32,11 @@ export function outcomeInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
     const state = req.contextValues.get(requestStateKey);
     if (state) state.operation = `${req.service.typeName}/${req.method.name}`;
-    const answered = (err: unknown): ConnectError => {
-      let error: ConnectError;
-      if (err instanceof ConnectError) {
-        error = err;
-      } else if (req.signal.aborted) {
-        // The call ended first (its deadline passed, or the client went away): whatever the handler threw
-        // on that account is the call's end, not a fault of the handler.
-        error = ConnectError.from(req.signal.reason);
-      } else if (isDuplicateKeyError(err)) {
-        error = apiError("conflict", "A resource with the same unique value already exists");
-      } else {
-        logger.error({ err, requestId: state?.requestId, operation: state?.operation }, "unexpected error in handler");
-        error = apiError("internal", `Internal error; quote request id ${state?.requestId ?? "(none)"} when reporting it`);
-      }
-      if (state) state.errorCode = describeError(error).code;
-      return error;
-    };
     let res: Awaited<ReturnType<typeof next>>;
     try {
       res = await next(req);
     } catch (err) {
-      throw answered(err);
+      throw answeredError(err, req, logger);
     }
     if (res.stream) {
       // The response objects of the router and the gateway are plain objects: the stream is replaced in place.
@@ -62,12 +45,32 @@ export function outcomeInterceptor(logger: Logger): Interceptor {
         try {
           yield* messages;
         } catch (err) {
-          throw answered(err);
+          throw answeredError(err, req, logger);
         }
       })();
     }
     return res;
   };
+}
+
+/** The error a call answers for `err` (see outcomeInterceptor), recorded on its RequestState. */
+function answeredError(err: unknown, req: Parameters<Parameters<Interceptor>[0]>[0], logger: Logger): ConnectError {
+  const state = req.contextValues.get(requestStateKey);
+  let error: ConnectError;
+  if (err instanceof ConnectError) {
+    error = err;
+  } else if (req.signal.aborted) {
+    // The call ended first (its deadline passed, or the client went away): whatever the handler threw
+    // on that account is the call's end, not a fault of the handler.
+    error = ConnectError.from(req.signal.reason);
+  } else if (isDuplicateKeyError(err)) {
+    error = apiError("conflict", "A resource with the same unique value already exists");
+  } else {
+    logger.error({ err, requestId: state?.requestId, operation: state?.operation }, "unexpected error in handler");
+    error = apiError("internal", `Internal error; quote request id ${state?.requestId ?? "(none)"} when reporting it`);
+  }
+  if (state) state.errorCode = describeError(error).code;
+  return error;
 }
 
 /** Throws the refusal admission decided for this request (invalid key, rate limit …), if any. */
