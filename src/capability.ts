@@ -4,7 +4,7 @@ import type { ApiKeyStore } from "./auth/api-key-store.js";
 import type { Admission } from "./auth/admission.js";
 import type { Config } from "./config.js";
 import type { EventBus } from "./events/event-bus.js";
-import type { HttpRoute } from "./gateway/rpc-server.js";
+import type { HttpRoute } from "./gateway/node-http.js";
 import type { ServiceRegistration } from "./gateway/services.js";
 import type { JobSpec, Scheduler } from "./jobs/scheduler.js";
 import type { Clock } from "./shared/clock.js";

@@ -14,7 +14,7 @@ import { SCOPES } from "../src/auth/scopes.js";
 import { CONSOLE_API_FILES, PUBLIC_API_FILES } from "../src/codegen/contract-files.js";
 import { readmeWithRules } from "../src/codegen/field-rules.js";
 import { EVENT_TYPES } from "../src/events/event-bus.js";
-import { contractViolations } from "../src/gateway/validation.js";
+import { contractViolations } from "../src/contract/field-rules.js";
 import { projectRoot } from "../src/shared/project-root.js";
 import { clientFor, grpcJsCall, rest } from "./helpers/clients.js";
 import { createTestService, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { compilePathTemplate, PathTemplateError } from "../src/gateway/path-template.js";
-import { fromRestJson, toRestJson } from "../src/gateway/rest-json.js";
+import { fromRestJson, toRestJson } from "../src/contract/rest-json.js";
 import { MessageSchema, MessageStatus, SendMessageRequestSchema } from "../gen/messaging/v1/messages_pb.js";
 import { FlowResponseSchema } from "../gen/messaging/v1/flow_responses_pb.js";
 import { minimalGrpcMessage } from "../src/gateway/rpc-server.js";
@@ -11,11 +11,11 @@ import { AccountService } from "../gen/messaging/v1/account_pb.js";
 import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { createRestGateway } from "../src/gateway/rest-gateway.js";
 import type { RequestState } from "../src/gateway/request-state.js";
 import { RE2JS } from "@bufbuild/re2";
-import { matchRegex } from "../src/gateway/validation.js";
+import { matchRegex } from "../src/contract/field-rules.js";
 
 describe("path templates (google/api/http.proto grammar)", () => {
   it("matches literals and single-segment variables", () => {
@@ -212,7 +212,7 @@ describe("the REST gateway's call context", () => {
       interceptors: [],
     });
     const server = http.createServer((req, res) => {
-      const state = { requestId: "req_test", setHeader: (name: string, value: string) => res.setHeader(name, value) } as unknown as RequestState;
+      const state = { requestId: "req_test", values: createContextValues(), setHeader: (name: string, value: string) => res.setHeader(name, value) } as unknown as RequestState;
       void gateway.handle(req, res, state);
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -10,7 +10,7 @@ import { createGrpcUnary } from "../src/gateway/grpc-unary.js";
 import { registerService } from "../src/gateway/services.js";
 import { DEFAULT_INPUT_RULES } from "../src/gateway/rpc-input.js";
 import { AccountService } from "../gen/messaging/v1/account_pb.js";
-import type { NodeRequest } from "../src/gateway/rest-gateway.js";
+import type { NodeRequest } from "../src/gateway/node-http.js";
 import { createTemplate } from "./helpers/messaging.js";
 import { createTestService, type TestService } from "./helpers/test-service.js";
 

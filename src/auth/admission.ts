@@ -4,7 +4,7 @@ import type { Clock } from "../shared/clock.js";
 import { refusal, type DescribedError } from "../shared/errors.js";
 import type { Logger } from "../shared/logger.js";
 import type { RequestState } from "../gateway/request-state.js";
-import type { NodeRequest } from "../gateway/rest-gateway.js";
+import type { NodeRequest } from "../gateway/node-http.js";
 import type { RateLimiter } from "../ratelimit/rate-limiter.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
 import { hashSecret, secretShapeProblem } from "./api-key-secret.js";

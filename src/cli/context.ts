@@ -4,7 +4,7 @@ import type { DescMessage, DescService, Message } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import Table from "cli-table3";
 import ms from "ms";
-import { toRestJson } from "../gateway/rest-json.js";
+import { toRestJson } from "../contract/rest-json.js";
 
 /** A list response of the console API (AIP-132 with the spec's list envelope). */
 export interface ListAnswer extends Message {

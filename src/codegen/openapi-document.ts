@@ -3,7 +3,7 @@ import type { EventType } from "../events/event-bus.js";
 import { requiredScope } from "../gateway/interceptors.js";
 import { describeFieldRules, fieldRuleKeywords } from "./field-rules.js";
 import { ruleOf } from "../gateway/rest-gateway.js";
-import { enumValueToJson } from "../gateway/rest-json.js";
+import { enumValueToJson } from "../contract/rest-json.js";
 import { IDEMPOTENCY_KEY_RULE, IDEMPOTENCY_TTL_MS } from "../messages/idempotency.js";
 import { errorTable, type ErrorCode } from "../shared/errors.js";
 
@@ -13,7 +13,7 @@ import { errorTable, type ErrorCode } from "../shared/errors.js";
  * google.api.http rules, enumValueToJson for enum names, requiredScope for
  * scopes, the error table for statuses), so the document and the gateway
  * cannot disagree. It describes the REST JSON mapping of
- * src/gateway/rest-json.ts rather than canonical proto3 JSON:
+ * src/contract/rest-json.ts rather than canonical proto3 JSON:
  * - snake_case field names; every field present in responses (`required`),
  *   `null` for unset messages, unset optional scalars, unselected oneof
  *   members and enum zero values;

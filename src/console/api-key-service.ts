@@ -7,7 +7,7 @@ import type { ApiKeyRecord, ApiKeyStore } from "../auth/api-key-store.js";
 import type { Clock } from "../shared/clock.js";
 import { apiError, invalidArgument, notFound, violationsError } from "../shared/errors.js";
 import { requireWorkspaceAccess } from "./console-access.js";
-import { readUpdate } from "../gateway/validation.js";
+import { readUpdate } from "../contract/field-rules.js";
 import { isUuid } from "../shared/validation.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
 import { requireWorkspace } from "./workspace-service.js";

@@ -1,4 +1,4 @@
-import type { HandlerContext } from "@connectrpc/connect";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { apiError } from "../shared/errors.js";
 import { requestState } from "../gateway/request-state.js";
 
@@ -14,6 +14,14 @@ export type ConsoleAccess = "read" | "write";
 export type ConsoleActor =
   | { kind: "operator" }
   | { kind: "user"; userId: string; email: string; operator: boolean; roles: ReadonlyMap<string, "admin" | "viewer"> };
+
+/** Context value holding the console caller of a console request, once admitted (console-admission.ts sets it). */
+export const consoleActorKey = createContextKey<ConsoleActor | undefined>(undefined, { description: "console caller" });
+
+/** The console caller of a handler's call, or undefined before admission (never on a handler of the console port). */
+export function consoleActorOf(context: Pick<HandlerContext, "values">): ConsoleActor | undefined {
+  return context.values.get(consoleActorKey);
+}
 
 /** True when the actor may do what the operator may. */
 export function actsAsOperator(actor: ConsoleActor | undefined): boolean {
@@ -40,9 +48,8 @@ export function mayRead(actor: ConsoleActor | undefined, workspaceId: string | n
  * @throws ConnectError permission_denied
  */
 export function requireWorkspaceAccess(context: Pick<HandlerContext, "values">, workspaceId: string, access: ConsoleAccess): void {
-  const state = requestState(context);
-  state.workspaceId = workspaceId; // for the audit log
-  const actor = state.consoleActor;
+  requestState(context).workspaceId = workspaceId; // for the audit log
+  const actor = consoleActorOf(context);
   if (!actor) throw apiError("permission_denied", "No console caller on this request");
   if (actor.kind === "operator" || actor.operator) return;
   const role = actor.roles.get(workspaceId);
@@ -63,7 +70,7 @@ export function requireWorkspaceAccess(context: Pick<HandlerContext, "values">, 
  * @throws ConnectError permission_denied
  */
 export function requireOperator(context: Pick<HandlerContext, "values">): void {
-  if (!actsAsOperator(requestState(context).consoleActor)) {
+  if (!actsAsOperator(consoleActorOf(context))) {
     throw apiError("permission_denied", "Only the operator (console token or bootstrap admin) may do this");
   }
 }

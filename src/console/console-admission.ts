@@ -4,7 +4,8 @@ import type { Interceptor } from "@connectrpc/connect";
 import { allow_anonymous } from "../../gen/messaging/console/v1/options_pb.js";
 import { refusal, toConnectError, type DescribedError } from "../shared/errors.js";
 import { requestStateKey, type RequestState } from "../gateway/request-state.js";
-import type { NodeRequest } from "../gateway/rest-gateway.js";
+import { consoleActorKey } from "./console-access.js";
+import type { NodeRequest } from "../gateway/node-http.js";
 import type { SignInLimits } from "./sign-in-limits.js";
 import type { ConsoleUserStore } from "./users/user-store.js";
 
@@ -76,7 +77,7 @@ export function createConsoleAdmission(consoleToken: string, users: ConsoleUserS
         return;
       }
       if (timingSafeEqual(createHash("sha256").update(token).digest(), expected)) {
-        state.consoleActor = { kind: "operator" };
+        state.values.set(consoleActorKey, { kind: "operator" });
         return;
       }
     }
@@ -86,13 +87,13 @@ export function createConsoleAdmission(consoleToken: string, users: ConsoleUserS
       state.refusal = refusal("unauthenticated", "The console token or session is not valid; sessions end after CONSOLE_SESSION_TTL_HOURS");
       return;
     }
-    state.consoleActor = {
+    state.values.set(consoleActorKey, {
       kind: "user",
       userId: user._id,
       email: user.email,
       operator: user.operator,
       roles: new Map(Object.entries(user.roles)),
-    };
+    });
   };
 }
 

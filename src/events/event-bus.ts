@@ -19,7 +19,7 @@ export interface StoredEvent {
   type: string;
   /** Creation time of the event (the envelope's `created_at`). */
   created_at: Date;
-  /** The envelope's `data`, in REST JSON (see src/gateway/rest-json.ts). */
+  /** The envelope's `data`, in REST JSON (see src/contract/rest-json.ts). */
   data: JsonObject;
   /** The envelope as sent: `{"id","type","created_at","data"}`, JSON text (a test event's adds `"test": true`). */
   body: string;

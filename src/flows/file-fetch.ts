@@ -1,7 +1,7 @@
 import { ObjectId, type Collection } from "mongodb";
 import { FlowResponseSchema } from "../../gen/messaging/v1/flow_responses_pb.js";
 import type { EventBus } from "../events/event-bus.js";
-import { toRestJson } from "../gateway/rest-json.js";
+import { toRestJson } from "../contract/rest-json.js";
 import { createRunTracker } from "../jobs/run-tracker.js";
 import type { JobSpec, Scheduler } from "../jobs/scheduler.js";
 import { MediaFetchError, type FetchedMedia, type NetworkAdapter } from "../network/network.js";

@@ -6,7 +6,7 @@ import type { MessageRecord, MessageStore } from "../messages/message-store.js";
 import { MAX_SIMULATOR_MEDIA_BYTES, SimulatorMediaTooLargeError } from "../network/simulator-media.js";
 import type { Simulator } from "../network/simulator.js";
 import { apiError, invalidArgument, notFound } from "../shared/errors.js";
-import { contractViolations } from "../gateway/validation.js";
+import { contractViolations } from "../contract/field-rules.js";
 import { Violations } from "../shared/validation.js";
 import type { FlowResponseStore } from "./flow-response-store.js";
 import { mimeTypeOf } from "./submission.js";

@@ -2,7 +2,6 @@ import type { DescMethod, DescService, Message } from "@bufbuild/protobuf";
 import { create, isMessage } from "@bufbuild/protobuf";
 import {
   createContextKey,
-  createContextValues,
   type ContextValues,
   type HandlerContext,
   type Interceptor,
@@ -12,8 +11,8 @@ import {
 } from "@connectrpc/connect";
 import { compressionNegotiate, type Compression } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
-import { requestStateKey, type RequestState } from "./request-state.js";
-import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
+import type { RequestState } from "./request-state.js";
+import { headerOf, headersOf, type NodeRequest, type NodeResponse } from "./node-http.js";
 import { readRpcInput, rpcInputKey, type CheckedBody, type InputRules } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
 
@@ -31,16 +30,6 @@ export interface CallTarget {
   handler: (input: Message, context: HandlerContext) => unknown;
   /** The interceptors, then the handler (built once: see chainInterceptors). */
   invoke: (req: UnaryRequest) => Promise<UnaryResponse | StreamResponse>;
-}
-
-/** A request's headers as fetch Headers (pseudo-headers of HTTP/2 left out, repeated values joined). */
-export function headersOf(req: NodeRequest): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (name.startsWith(":") || value === undefined) continue;
-    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-  }
-  return headers;
 }
 
 /**
@@ -217,12 +206,6 @@ export function unaryTargets(services: readonly ServiceRegistration[], intercept
   return targets;
 }
 
-/** One header of a Node request as fetch Headers' get reads it (repeated values joined). */
-export function headerOf(req: NodeRequest, name: string): string | null {
-  const value = req.headers[name];
-  return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
-}
-
 /**
  * The CallContext of an RPC the gateway answers itself (`protocolName`
  * "grpc" or "connect"), its signal aborted when the client goes away before
@@ -230,7 +213,7 @@ export function headerOf(req: NodeRequest, name: string): string | null {
  */
 export function rpcCallContext(req: NodeRequest, res: NodeResponse, state: RequestState, target: CallTarget, protocolName: string): CallContext {
   const authority = headerOf(req, ":authority") ?? headerOf(req, "host") ?? "localhost";
-  const context = new CallContext(target, protocolName, "POST", `http://${authority}${req.url ?? state.path}`, createContextValues().set(requestStateKey, state), req);
+  const context = new CallContext(target, protocolName, "POST", `http://${authority}${req.url ?? state.path}`, state.values, req);
   res.once("close", () => {
     if (!res.writableFinished) context.clientGone();
   });

@@ -5,7 +5,7 @@ import { codeToHttpStatus, errorToJsonBytes, trailerMux } from "@connectrpc/conn
 import { COMPRESS_MIN_BYTES, RPC_JSON_OPTIONS, isPlainUnary, readCallInput, responseCompression, rpcCallContext, unaryTargets, type CallTarget } from "./call-context.js";
 import type { RequestState } from "./request-state.js";
 import type { InputRules } from "./rpc-input.js";
-import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
+import type { NodeRequest, NodeResponse } from "./node-http.js";
 import type { ServiceRegistration } from "./services.js";
 
 /** Unary Connect-protocol calls answered by the gateway itself (see createConnectUnary). */

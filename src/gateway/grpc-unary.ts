@@ -4,7 +4,7 @@ import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { COMPRESS_MIN_BYTES, isPlainUnary, readCallInput, responseCompression, rpcCallContext, unaryTargets, type CallTarget } from "./call-context.js";
 import type { RequestState } from "./request-state.js";
 import type { InputRules } from "./rpc-input.js";
-import type { NodeRequest, NodeResponse } from "./rest-gateway.js";
+import type { NodeRequest, NodeResponse } from "./node-http.js";
 import type { ServiceRegistration } from "./services.js";
 
 /** Unary gRPC calls answered by the gateway itself (see createGrpcUnary). */

@@ -1,6 +1,5 @@
-import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { createContextKey, type ContextValues, type HandlerContext } from "@connectrpc/connect";
 import type { DescribedError, ErrorCode } from "../shared/errors.js";
-import type { ConsoleActor } from "../console/console-access.js";
 
 /** Wire protocol of a request, as recorded in the request log. */
 export type Protocol = "rest" | "connect" | "grpc" | "grpc-web" | "http";
@@ -47,8 +46,12 @@ export interface RequestState {
   workspaceId?: string;
   /** Key presented, even when refused (for the request log). */
   apiKeyId?: string;
-  /** The console caller, on the console port once admitted. */
-  consoleActor?: ConsoleActor;
+  /**
+   * The context values of the request's call (requestStateKey among them):
+   * admission adds its own concern's values here (the console caller,
+   * src/console/console-access.ts), and every protocol's call reads them.
+   */
+  readonly values: ContextValues;
   /** Why admission refused the request; answered instead of calling the handler. */
   refusal?: DescribedError;
   /** Code of the error answered, if any. */

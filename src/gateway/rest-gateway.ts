@@ -1,5 +1,3 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import {
   create,
   getOption,
@@ -10,20 +8,17 @@ import {
   type JsonValue,
   type Message,
 } from "@bufbuild/protobuf";
-import { ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
+import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
 import type { HttpBody } from "../../gen/google/api/httpbody_pb.js";
-import { apiError, describeError, errorTable, invalidArgument, violationsError, type DescribedError, type FieldViolation } from "../shared/errors.js";
+import { apiError, invalidArgument, violationsError, type FieldViolation } from "../shared/errors.js";
 import { CallContext, chainInterceptors, type CallTarget } from "./call-context.js";
+import { requestUrl, writeJson, writeRestError, type NodeRequest, type NodeResponse } from "./node-http.js";
 import { compilePathTemplate, type PathTemplate } from "./path-template.js";
-import { requestStateKey, type RequestState } from "./request-state.js";
-import { fromRestJson, toRestJson } from "./rest-json.js";
+import type { RequestState } from "./request-state.js";
+import { fromRestJson, toRestJson } from "../contract/rest-json.js";
 import { jsonBodyRule, JsonTooDeepError, MAX_MESSAGE_BYTES, parseJsonBytes, protoKeyViolations, readUpTo, rpcInputKey } from "./rpc-input.js";
 import type { ServiceRegistration } from "./services.js";
-
-/** A request and response of either node:http or node:http2 (compatibility API). */
-export type NodeRequest = IncomingMessage | Http2ServerRequest;
-export type NodeResponse = ServerResponse | Http2ServerResponse;
 
 const HTTP_BODY = "google.api.HttpBody";
 
@@ -126,33 +121,6 @@ async function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
   const body = await readUpTo(req as AsyncIterable<Buffer>, limit);
   if (!body) throw apiError("payload_too_large", `The request body is larger than ${limit} bytes`, { limit_bytes: String(limit) });
   return body;
-}
-
-/**
- * The URL of a request, its target read as a path even when it starts with
- * "//" (new URL("//@/x", base) would read an authority there and throw).
- */
-export function requestUrl(req: NodeRequest): URL {
-  const target = req.url ?? "/";
-  return new URL(`http://localhost${target.startsWith("/") ? target : `/${target}`}`);
-}
-
-/** Writes an error as REST JSON: `{"error":{"code","message","details","request_id"}}` (DESIGN.md §4). */
-export function writeRestError(res: NodeResponse, state: RequestState, error: ConnectError | DescribedError): void {
-  const { code, message, details, violations } = error instanceof ConnectError ? describeError(error) : error;
-  state.errorCode = code;
-  const body: JsonObject = { ...details };
-  if (violations.length > 0) body.field_violations = violations.map((v) => ({ field: v.field, description: v.description }));
-  writeJson(res, errorTable[code].httpStatus, { error: { code, message, details: body, request_id: state.requestId } });
-}
-
-function writeJson(res: NodeResponse, status: number, body: JsonValue, headers?: Headers): void {
-  const text = JSON.stringify(body);
-  headers?.forEach((value, name) => res.setHeader(name, value));
-  res.setHeader("content-type", "application/json; charset=utf-8");
-  res.setHeader("content-length", Buffer.byteLength(text));
-  res.writeHead(status);
-  res.end(text);
 }
 
 /**
@@ -259,7 +227,7 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
     const found = route;
     state.operation = `${found.service.typeName}/${found.method.name}`;
 
-    const context = new CallContext(found, "rest", httpMethod, url.href, createContextValues().set(requestStateKey, state), req);
+    const context = new CallContext(found, "rest", httpMethod, url.href, state.values, req);
     res.once("close", () => {
       if (!res.writableFinished) context.clientGone();
     });
@@ -301,7 +269,7 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
     res.setHeader("content-type", (!first.done && first.value.contentType) || "application/octet-stream");
     res.writeHead(200);
     const write = async (data: Uint8Array) => {
-      if (!(res as ServerResponse).write(data)) await new Promise((resolve) => res.once("drain", resolve));
+      if (!(res as NodeJS.WritableStream).write(data)) await new Promise((resolve) => res.once("drain", resolve));
     };
     if (!first.done) await write(first.value.data);
     for (let next = await iterator.next(); !next.done; next = await iterator.next()) await write(next.value.data);

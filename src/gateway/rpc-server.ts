@@ -15,7 +15,8 @@ import { RESPONSE_COMPRESSIONS, RPC_JSON_OPTIONS } from "./call-context.js";
 import { createConnectUnary } from "./connect-unary.js";
 import { createGrpcUnary } from "./grpc-unary.js";
 import { createPolyglotServer, type ListenerLimits } from "./listener.js";
-import { createRestGateway, writeRestError, type NodeRequest, type NodeResponse, type RestGateway } from "./rest-gateway.js";
+import { writeRestError, type HttpRoute, type NodeRequest, type NodeResponse } from "./node-http.js";
+import { createRestGateway, type RestGateway } from "./rest-gateway.js";
 import { requestStateKey, type Protocol, type RequestState } from "./request-state.js";
 import { validationInterceptor } from "./validation.js";
 import { checkedStream, DEFAULT_INPUT_RULES, inputInterceptor, readRpcInput, rpcInputKey, type InputRules, type RpcInput } from "./rpc-input.js";
@@ -27,20 +28,6 @@ export interface RequestOutcome {
   httpStatus: number;
   /** Error code answered, or undefined on success. */
   errorCode: ErrorCode | undefined;
-}
-
-/**
- * A plain HTTP endpoint on an RPC port, outside API-key admission (it
- * authenticates its caller itself, for example by a signature), logged in
- * the request log with protocol "http".
- */
-export interface HttpRoute {
-  /** HTTP method, upper case. */
-  readonly method: string;
-  /** Exact path, without query string. */
-  readonly path: string;
-  /** Answers the request; a throw becomes a 500 internal error. */
-  handler(req: NodeRequest, res: NodeResponse, state: RequestState): Promise<void>;
 }
 
 /** Options of createRpcServer. */
@@ -341,7 +328,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
 
   /** What a request of `path` is served as, before admission. */
   function newState(req: NodeRequest, res: NodeResponse, path: string, isRpc: boolean, httpRoute: HttpRoute | undefined): RequestState {
-    return {
+    const state: RequestState = {
       requestId: newRequestId(),
       receivedAt: new Date(),
       startedAt: process.hrtime.bigint(),
@@ -350,10 +337,13 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
       httpMethod: req.method ?? "GET",
       path,
       clientAddress: clientAddressOf(req, options.trustForwardedFor),
+      values: createContextValues(),
       setHeader: (name, value) => {
         if (!res.headersSent) res.setHeader(name, value);
       },
     };
+    state.values.set(requestStateKey, state);
+    return state;
   }
 
   /**
@@ -433,7 +423,7 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
         const connectTarget = state.protocol === "connect" ? connectUnary.targetOf(req, path) : undefined;
         if (grpcTarget) await grpcUnary.handle(req, res, state, grpcTarget);
         else if (connectTarget) await connectUnary.handle(req, res, state, connectTarget);
-        else await connectHandler(req, res, createContextValues().set(requestStateKey, state));
+        else await connectHandler(req, res, state.values);
       } else {
         await gateway.handle(req, res, state);
       }

@@ -4,7 +4,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { MessageEventDataSchema } from "../../gen/messaging/v1/events_pb.js";
 import type { CreditStore } from "../credits/credit-store.js";
 import type { EventBus, EventType } from "../events/event-bus.js";
-import { toRestJson } from "../gateway/rest-json.js";
+import { toRestJson } from "../contract/rest-json.js";
 import {
   inboundText,
   type InboundContent,

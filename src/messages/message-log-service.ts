@@ -3,8 +3,7 @@ import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Filter } from "mongodb";
 import type { MessageLogService } from "../../gen/messaging/console/v1/messages_pb.js";
 import { MessageStatus } from "../../gen/messaging/v1/messages_pb.js";
-import { mayRead, requireWorkspaceAccess } from "../console/console-access.js";
-import { requestState } from "../gateway/request-state.js";
+import { consoleActorOf, mayRead, requireWorkspaceAccess } from "../console/console-access.js";
 import { requireWorkspace } from "../console/workspace-service.js";
 import { ledgerEntryToProto } from "../credits/credit-service.js";
 import type { CreditStore } from "../credits/credit-store.js";
@@ -82,7 +81,7 @@ export function createMessageLogService(deps: {
       return find(workspaceId);
     }
     const record = await find(undefined);
-    if (!record || !mayRead(requestState(context).consoleActor, record.workspace_id)) return null;
+    if (!record || !mayRead(consoleActorOf(context), record.workspace_id)) return null;
     requireWorkspaceAccess(context, record.workspace_id, "read");
     return record;
   };

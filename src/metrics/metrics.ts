@@ -1,6 +1,6 @@
 import type { MongoClient } from "mongodb";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { HttpRoute } from "../gateway/rpc-server.js";
+import type { HttpRoute } from "../gateway/node-http.js";
 import type { Logger } from "../shared/logger.js";
 
 /** Buckets of request and command latency histograms, in seconds (1 ms … 10 s). */

@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import type { HttpRoute } from "../gateway/rpc-server.js";
+import type { HttpRoute } from "../gateway/node-http.js";
 
 /*
  * The messaging network is a port (DESIGN.md §8): the service hands it

@@ -7,9 +7,8 @@ import {
   type LoggedRequestSchema,
   type RequestLogService,
 } from "../../gen/messaging/console/v1/request_log_pb.js";
-import { actsAsOperator, mayRead, requireWorkspaceAccess } from "../console/console-access.js";
+import { actsAsOperator, consoleActorOf, mayRead, requireWorkspaceAccess } from "../console/console-access.js";
 import { requireWorkspace } from "../console/workspace-service.js";
-import { requestState } from "../gateway/request-state.js";
 import type { Clock } from "../shared/clock.js";
 import { apiError, invalidArgument, notFound } from "../shared/errors.js";
 import { listPage } from "../store/pagination.js";
@@ -56,7 +55,7 @@ export function createRequestLogService(deps: {
   /** The workspace part of the filter, after the access check; rows past their retention are never shown. */
   async function scope(context: Parameters<typeof requireWorkspaceAccess>[0], workspaceId: string): Promise<Filter<RequestLogRow>> {
     if (workspaceId === ALL_WORKSPACES) {
-      if (!actsAsOperator(requestState(context).consoleActor)) {
+      if (!actsAsOperator(consoleActorOf(context))) {
         throw apiError("permission_denied", `Only the operator may read every workspace ("${ALL_WORKSPACES}")`);
       }
       return { expires_at: { $gt: clock.now() } };
@@ -72,7 +71,7 @@ export function createRequestLogService(deps: {
     async getLoggedRequest(req, context) {
       const row = await rows.findOne({ _id: req.id, expires_at: { $gt: clock.now() } });
       // Visible as in the lists: rows of a workspace to its roles, rows without one (key not recognised) to the operator.
-      if (!row || !mayRead(requestState(context).consoleActor, row.workspace_id)) throw notFound("request", req.id);
+      if (!row || !mayRead(consoleActorOf(context), row.workspace_id)) throw notFound("request", req.id);
       return { request: loggedRequestToProto(row) };
     },
     async listRequests(req, context) {

@@ -11,7 +11,7 @@ import {
 } from "../../gen/messaging/console/v1/deliveries_pb.js";
 import { requireWorkspaceAccess } from "../console/console-access.js";
 import type { EventBus, EventType } from "../events/event-bus.js";
-import { enumValueFromJson } from "../gateway/rest-json.js";
+import { enumValueFromJson } from "../contract/rest-json.js";
 import { AttemptErrorKindSchema } from "../../gen/messaging/console/v1/deliveries_pb.js";
 import { apiError, invalidArgument, notFound } from "../shared/errors.js";
 import { isUuid } from "../shared/validation.js";

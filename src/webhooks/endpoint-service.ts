@@ -4,7 +4,7 @@ import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { WebhookEndpointSchema, type WebhookEndpointService } from "../../gen/messaging/console/v1/webhook_endpoints_pb.js";
 import { requireWorkspaceAccess } from "../console/console-access.js";
 import { requireWorkspace } from "../console/workspace-service.js";
-import { readUpdate } from "../gateway/validation.js";
+import { readUpdate } from "../contract/field-rules.js";
 import { apiError, invalidArgument, notFound, violationsError } from "../shared/errors.js";
 import type { Clock } from "../shared/clock.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";

@@ -3,7 +3,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { MessageEventDataSchema } from "../../gen/messaging/v1/events_pb.js";
 import { FlowResponseSchema } from "../../gen/messaging/v1/flow_responses_pb.js";
 import type { EventType } from "../events/event-bus.js";
-import { toRestJson } from "../gateway/rest-json.js";
+import { toRestJson } from "../contract/rest-json.js";
 
 /** The sample message every test event about a message names. */
 export const TEST_MESSAGE_ID = "msg_00000000-0000-4000-8000-000000000000";

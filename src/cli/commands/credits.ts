@@ -1,6 +1,6 @@
 import { Command } from "commander";
 import { CreditLedgerEntrySchema, ListCreditLedgerEntriesResponseSchema, CreditService } from "../../../gen/messaging/console/v1/credits_pb.js";
-import { toRestJson } from "../../gateway/rest-json.js";
+import { toRestJson } from "../../contract/rest-json.js";
 import { wholeNumber, type CliContext } from "../context.js";
 
 /** `msgsvc credits …`: add (top up), ledger, entry (one ledger entry). */

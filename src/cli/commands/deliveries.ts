@@ -1,7 +1,7 @@
 import type { MessageShape } from "@bufbuild/protobuf";
 import { Command } from "commander";
 import { DeliveryAttemptSchema, DeliverySchema, DeliveryService, ListDeliveriesResponseSchema } from "../../../gen/messaging/console/v1/deliveries_pb.js";
-import { toRestJson } from "../../gateway/rest-json.js";
+import { toRestJson } from "../../contract/rest-json.js";
 import { CommandFailure, UsageError, wholeNumber, type CliContext } from "../context.js";
 import { attemptColumns } from "./attempts.js";
 

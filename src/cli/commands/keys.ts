@@ -1,7 +1,7 @@
 import { Command, Option } from "commander";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ApiKeyService, ApiKeySchema, ListApiKeysResponseSchema } from "../../../gen/messaging/console/v1/api_keys_pb.js";
-import { toRestJson } from "../../gateway/rest-json.js";
+import { toRestJson } from "../../contract/rest-json.js";
 import { overlapMs, splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
 
 /** `msgsvc keys …`: create (prints the secret once), list, update, revoke. */

@@ -6,7 +6,7 @@ import {
   MessageLogService,
 } from "../../../gen/messaging/console/v1/messages_pb.js";
 import { MessageStatus } from "../../../gen/messaging/v1/messages_pb.js";
-import { toRestJson } from "../../gateway/rest-json.js";
+import { toRestJson } from "../../contract/rest-json.js";
 import { formatTable, since, UsageError, wholeNumber, type CliContext } from "../context.js";
 
 const columns = ["message_id", "status", "to", "template_id", "credits", "wa_message_id", "created_at"];

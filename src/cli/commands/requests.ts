@@ -8,7 +8,7 @@ import {
   RequestLogService,
   RequestOutcome,
 } from "../../../gen/messaging/console/v1/request_log_pb.js";
-import { toRestJson } from "../../gateway/rest-json.js";
+import { toRestJson } from "../../contract/rest-json.js";
 import { formatTable, since, UsageError, wholeNumber, type CliContext } from "../context.js";
 
 /** `msgsvc requests …`: the request log of a workspace, refused requests grouped by error, and refusals over time. */

@@ -1,6 +1,6 @@
 import { Command } from "commander";
 import { ListTemplatesResponseSchema, TemplateSchema, TemplateService, type Template } from "../../../gen/messaging/console/v1/templates_pb.js";
-import { toRestJson } from "../../gateway/rest-json.js";
+import { toRestJson } from "../../contract/rest-json.js";
 import { formatTable, splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
 
 /** Parses "name=Ada,code=123456" into a map, or throws UsageError. */

@@ -1,7 +1,7 @@
 import { Command, Option } from "commander";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { WebhookEndpointSchema, ListWebhookEndpointsResponseSchema, WebhookEndpointService } from "../../../gen/messaging/console/v1/webhook_endpoints_pb.js";
-import { toRestJson } from "../../gateway/rest-json.js";
+import { toRestJson } from "../../contract/rest-json.js";
 import { overlapMs, since, splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
 import { DeliveryService, type RecoverDeliveriesResponse } from "../../../gen/messaging/console/v1/deliveries_pb.js";
 import { showAttempt } from "./deliveries.js";

@@ -1,7 +1,7 @@
 import { Command } from "commander";
 import { WorkspaceService, WorkspaceSchema, ListWorkspacesResponseSchema } from "../../../gen/messaging/console/v1/workspaces_pb.js";
 import { GetMessageStatsResponseSchema, MessageStatsService } from "../../../gen/messaging/console/v1/message_stats_pb.js";
-import { toRestJson } from "../../gateway/rest-json.js";
+import { toRestJson } from "../../contract/rest-json.js";
 import { formatTable, since, wholeNumber, type CliContext } from "../context.js";
 
 /** `msgsvc workspaces …`: create, get, list, suspend, resume, stats. */

@@ -3,12 +3,12 @@ import { ConnectError, type Interceptor, type ServiceImpl } from "@connectrpc/co
 import type { JsonObject, JsonValue, MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { AuditEntrySchema, AuditLogService } from "../../../gen/messaging/console/v1/audit_log_pb.js";
-import { toRestJson } from "../../gateway/rest-json.js";
+import { toRestJson } from "../../contract/rest-json.js";
 import { requestStateKey } from "../../gateway/request-state.js";
 import { describeError, notFound } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logger.js";
 import { listPage } from "../../store/pagination.js";
-import { actsAsOperator, mayRead, requireWorkspaceAccess } from "../console-access.js";
+import { actsAsOperator, consoleActorKey, consoleActorOf, mayRead, requireWorkspaceAccess } from "../console-access.js";
 
 /** One console change as stored in `audit_log`. */
 export interface AuditRecord {
@@ -69,7 +69,7 @@ export function createAuditLog(db: Db, logger: Logger): AuditLog {
       outcome = err instanceof ConnectError ? describeError(err).code : "internal";
       throw err;
     } finally {
-      const actor = state.consoleActor;
+      const actor = req.contextValues.get(consoleActorKey);
       const request = req.stream ? {} : toRestJson(req.method.input, req.message);
       const loginEmail = req.method.name === "Login" ? String(request.email ?? "") : undefined;
       if (actor || loginEmail !== undefined) {
@@ -104,11 +104,11 @@ export function createAuditLog(db: Db, logger: Logger): AuditLog {
     async getAuditEntry(req, context) {
       const record = await collection.findOne({ _id: req.id });
       // Visible as in the list: to the operator, and to users with a role in the entry's workspace.
-      if (!record || !mayRead(context.values.get(requestStateKey)?.consoleActor, record.workspace_id)) throw notFound("audit_entry", req.id);
+      if (!record || !mayRead(consoleActorOf(context), record.workspace_id)) throw notFound("audit_entry", req.id);
       return { auditEntry: auditEntryToProto(record) };
     },
     async listAuditEntries(req, context) {
-      const actor = context.values.get(requestStateKey)?.consoleActor;
+      const actor = consoleActorOf(context);
       let filter: Filter<AuditRecord> = {};
       if (req.workspaceId !== "") {
         requireWorkspaceAccess(context, req.workspaceId, "read");

@@ -12,7 +12,7 @@ import type { SignInLimits } from "../sign-in-limits.js";
 import { apiError, isDuplicateKeyError, notFound, toConnectError } from "../../shared/errors.js";
 import { isUuid } from "../../shared/validation.js";
 import type { WorkspaceStore } from "../../workspaces/workspace-store.js";
-import { requireOperator, requireWorkspaceAccess } from "../console-access.js";
+import { consoleActorOf, requireOperator, requireWorkspaceAccess } from "../console-access.js";
 import { requireWorkspace } from "../workspace-service.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
 import type { ConsoleUserRecord, ConsoleUserStore, Role } from "./user-store.js";
@@ -79,7 +79,7 @@ export function createSessionService(options: ConsoleUserServicesOptions): Parti
       return {};
     },
     async getCurrentUser(_req, context) {
-      const actor = requestState(context).consoleActor;
+      const actor = consoleActorOf(context);
       if (actor?.kind !== "user") return { kind: "operator" };
       const user = await users.get(actor.userId);
       return { kind: "user", user: user ? consoleUserToProto(user) : undefined };
@@ -144,7 +144,7 @@ export function createConsoleUserService(options: ConsoleUserServicesOptions): P
     },
     async deleteConsoleUser(req, context) {
       requireOperator(context);
-      const actor = requestState(context).consoleActor;
+      const actor = consoleActorOf(context);
       if (actor?.kind === "user" && actor.userId === req.id) throw apiError("invalid_argument", "id: you cannot delete yourself", { field: "id", rule: "must not be the caller" });
       if (!isUuid(req.id) || !(await users.delete(req.id))) throw notFound("console_user", req.id);
       return {};

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import type { HttpRoute } from "../../gateway/rpc-server.js";
+import type { HttpRoute } from "../../gateway/node-http.js";
 import { projectRoot } from "../../shared/project-root.js";
 
 const require = createRequire(import.meta.url);

@@ -1,6 +1,5 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
-import type { HttpRoute } from "../../gateway/rpc-server.js";
-import { requestUrl, writeRestError, type NodeRequest, type NodeResponse } from "../../gateway/rest-gateway.js";
+import { requestUrl, writeRestError, type HttpRoute, type NodeRequest, type NodeResponse } from "../../gateway/node-http.js";
 import { apiError } from "../../shared/errors.js";
 import type { InboundContent, NetworkReport, ReportedStatus, ReportSink } from "../network.js";
 
