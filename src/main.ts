@@ -165,14 +165,6 @@ async function main(): Promise<void> {
   // bootstrap admin whose password is kept with the development credentials.
   const demoAdmin = credentials && !config.consoleAdminEmail ? { email: "admin@localhost", password: credentials.adminPassword } : undefined;
   const webhookSecretKey = config.webhookSecretKey ?? (await loadOrCreateSecretKey(path.join(config.dataDir, "webhook-secret-key")));
-  // The embedded default is local development: webhooks may go to receivers on this machine
-  // (`msgsvc webhooks listen`, http://localhost) unless the variables say otherwise.
-  const localDefault = (name: string, configured: boolean) => (embedded && process.env[name] === undefined ? true : configured);
-  const webhookAllowHttpLoopback = localDefault("WEBHOOK_ALLOW_HTTP_LOOPBACK", config.webhookAllowHttpLoopback);
-  const webhookAllowPrivateTargets = localDefault("WEBHOOK_ALLOW_PRIVATE_TARGETS", config.webhookAllowPrivateTargets);
-  // The embedded database scans the request log for the console's views (87,000 rows, a day at one request a
-  // second: about 0.4 to 1.6 s a view), so local development keeps a day of it unless told otherwise.
-  const requestLogRetentionDays = embedded && process.env.REQUEST_LOG_RETENTION_DAYS === undefined ? 1 : config.requestLogRetentionDays;
   // Signals are handled from here on: one that comes while the service starts stops it once started.
   let stopping = false;
   let starting: Promise<RunningService> | undefined;
@@ -198,9 +190,6 @@ async function main(): Promise<void> {
       mongodbUri,
       consoleToken,
       webhookSecretKey,
-      webhookAllowHttpLoopback,
-      webhookAllowPrivateTargets,
-      requestLogRetentionDays,
       consoleAdminEmail: config.consoleAdminEmail ?? demoAdmin?.email,
       consoleAdminPassword: config.consoleAdminPassword ?? demoAdmin?.password,
     },

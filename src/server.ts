@@ -242,7 +242,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
           "request",
         );
       },
-      trustForwardedFor: config.trustForwardedFor,
+      trustForwardedFor: config.trustXForwardedFor,
       limits: config,
       logger,
     });

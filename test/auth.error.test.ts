@@ -194,7 +194,7 @@ describe("IP allow-list (IPv4, IPv6, CIDR; empty = any)", () => {
   });
 
   it("uses the last X-Forwarded-For address when TRUST_X_FORWARDED_FOR is on", async () => {
-    const trusting = await createTestService({ config: { trustForwardedFor: true } });
+    const trusting = await createTestService({ config: { trustXForwardedFor: true } });
     try {
       const ws = await trusting.createWorkspace();
       const key = await trusting.createKey(ws, { ipAllowList: ["198.51.100.0/24", "2001:db8::/32"] });

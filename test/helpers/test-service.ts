@@ -62,8 +62,8 @@ export interface TestService {
 export async function createTestService(options: { config?: Partial<Config>; clock?: Clock; logger?: Logger } = {}): Promise<TestService> {
   const mongodbUri = inject("mongoUri");
   const databaseName = `test_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  const config = {
-    ...loadConfig({}),
+  const config: Config & { mongodbUri: string } = {
+    ...loadConfig({ MONGODB_URI: mongodbUri }),
     host: "::",
     port: 0,
     consoleHost: "127.0.0.1",
