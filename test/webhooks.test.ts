@@ -169,7 +169,7 @@ describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
       const all = await t.service.db.collection("webhook_deliveries").find({ event_id: { $in: [first._id, second._id] } }).toArray();
       return all.length === 4 && all.every((d) => d.status !== "pending") ? all : undefined;
     });
-    expect(stored.map((d) => [d.status, d.attempt_count, d.next_attempt_at, d.lease_owner])).toEqual(stored.map(() => ["succeeded", 1, undefined, null]));
+    expect(stored.map((d) => [d.status, d.attempt_count, d.due_at, d.lease_owner])).toEqual(stored.map(() => ["succeeded", 1, undefined, null]));
     expect(disabled.requests).toHaveLength(0);
     expect(elsewhere.requests).toHaveLength(0);
 
@@ -572,7 +572,7 @@ describe("manual retry (spec §Delivery rules 3)", () => {
     // (one already in flight when it was made may still finish and be recorded).
     const stored = await t.service.db.collection("webhook_deliveries").findOne({ _id: delivery.id as never });
     expect(stored).toMatchObject({ status: "succeeded", manual_attempts: 1 });
-    expect(stored?.next_attempt_at).toBeUndefined();
+    expect(stored?.due_at).toBeUndefined();
     await new Promise((resolve) => setTimeout(resolve, 500));
     const automatic = (await attemptsOf(delivery.id)).filter((a) => a.trigger === "automatic");
     expect(automatic.filter((a) => Date.parse(a.started_at) > manualEnd).length).toBeLessThanOrEqual(1);
@@ -910,12 +910,13 @@ describe("claims on time: a delivery is claimed when it falls due, not at the ne
       const dueAt = new Date(Date.now() + 8500);
       const changed = await mongo
         .db(timed.databaseName)
-        .collection<{ _id: string; next_attempt_at?: Date }>("webhook_deliveries")
-        .updateOne({ _id: delivery.id, lease_owner: null }, { $set: { next_attempt_at: dueAt } });
+        .collection<{ _id: string; due_at?: Date }>("webhook_deliveries")
+        .updateOne({ _id: delivery.id, lease_owner: null }, { $set: { due_at: dueAt } });
       expect(changed.modifiedCount).toBe(1);
       const fourth = await eventually(async () => (rcv.requests.length === 4 ? rcv.requests[3] : undefined), 20_000);
       expect(fourth.at - dueAt.getTime()).toBeGreaterThanOrEqual(0);
-      expect(fourth.at - dueAt.getTime()).toBeLessThan(1000);
+      // Well before the claim after next (8 s on): the wake-up took it, not a claim (a generous bound for a busy machine).
+      expect(fourth.at - dueAt.getTime()).toBeLessThan(4000);
     } finally {
       await mongo.close();
     }

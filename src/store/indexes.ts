@@ -19,3 +19,24 @@ export async function dropIndexIfPresent<T extends Document>(collection: Collect
     if (code !== INDEX_NOT_FOUND && code !== NAMESPACE_NOT_FOUND) throw err;
   }
 }
+
+/**
+ * A start-up step for records of an earlier release that kept a value under
+ * field `from`, indexed by `index`: while that index exists, moves the value
+ * to field `to` (a thousand records a command, read through the index), then
+ * drops the index. Once it is gone the step costs one listIndexes.
+ *
+ * @throws the driver's error.
+ */
+export async function renameIndexedField<T extends Document & { _id: unknown }>(collection: Collection<T>, from: string, to: string, index: string): Promise<void> {
+  if (!(await collection.indexExists(index).catch(() => false))) return;
+  for (;;) {
+    const docs = await collection.find({ [from]: { $exists: true } } as never, { projection: { _id: 1, [from]: 1 }, limit: 1000 }).toArray();
+    if (docs.length === 0) break;
+    await collection.bulkWrite(
+      docs.map((d) => ({ updateOne: { filter: { _id: d._id } as never, update: { $set: { [to]: d[from] }, $unset: { [from]: "" } } as never } })),
+      { ordered: false },
+    );
+  }
+  await dropIndexIfPresent(collection, index);
+}

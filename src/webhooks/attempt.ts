@@ -2,6 +2,7 @@ import type { AnyBulkWriteOperation } from "mongodb";
 import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
 import { GroupCommit } from "../store/group-commit.js";
+import { heldBy, leaseUpdate, type LeaseChange } from "../jobs/leased-queue.js";
 import { automaticAttemptId, insertNew, manualAttemptId, type AttemptRecord, type DeliveryRecord, type DeliveryStore } from "./delivery-store.js";
 import type { EndpointCache, EndpointView } from "./endpoint-cache.js";
 import type { CountedFailure, EndpointStore } from "./endpoint-store.js";
@@ -33,7 +34,7 @@ export interface LeasedDelivery {
   /** The event's stored envelope: the bytes sent and signed. */
   body: string;
   number: number;
-  /** The lease_owner the delivery holds (see DeliveryClaims). */
+  /** The lease the delivery is held by (src/jobs/leased-queue.ts). */
   lease: string;
   /** Set when an earlier lease ended without an outcome: that attempt (`number`) began then and is recorded as interrupted. */
   interruptedSince?: Date;
@@ -188,8 +189,8 @@ export class Attempts {
   /** Ends a lease without an attempt, for its endpoint's rate limit: the same attempt is due again at its turn, in its slot. */
   private async postpone(id: string, lease: string, turn: { slot: Date; at: Date }): Promise<void> {
     await this.o.store.deliveries.updateOne(
-      { _id: id, lease_owner: lease, status: "pending" },
-      { $set: { next_attempt_at: turn.at, throttle_slot: turn.slot, lease_owner: null, updated_at: this.o.clock.now() }, $unset: { leased_at: "" } },
+      { _id: id, ...heldBy(lease), status: "pending" },
+      leaseUpdate<DeliveryRecord>({ kind: "release", dueAt: turn.at }, { $set: { throttle_slot: turn.slot, updated_at: this.o.clock.now() } }),
     );
     this.o.dueAt?.(turn.at);
   }
@@ -197,8 +198,8 @@ export class Attempts {
   /** Ends a lease without an attempt: the delivery waits (`disabled`) or ends (`canceled`). */
   private async release(id: string, lease: string, status: "disabled" | "canceled"): Promise<void> {
     await this.o.store.deliveries.updateOne(
-      { _id: id, lease_owner: lease, status: "pending" },
-      { $set: { status, lease_owner: null, updated_at: this.o.clock.now() }, $unset: { next_attempt_at: "", leased_at: "" } },
+      { _id: id, ...heldBy(lease), status: "pending" },
+      leaseUpdate<DeliveryRecord>({ kind: "complete" }, { $set: { status, updated_at: this.o.clock.now() } }),
     );
   }
 
@@ -248,25 +249,23 @@ export class Attempts {
     const last = { last_attempt_at: outcome.startedAt, last_http_status: outcome.httpStatus, last_error_kind: outcome.errorKind, updated_at: now };
     const $inc = { attempt_count: 1 };
     if (!e.automatic) {
-      const update = outcome.succeeded
-        ? { $set: { ...last, status: "succeeded" as const, lease_owner: null }, $unset: { next_attempt_at: "" as const, leased_at: "" as const }, $inc }
-        : { $set: last, $inc };
+      const update = outcome.succeeded ? leaseUpdate<DeliveryRecord>({ kind: "complete" }, { $set: { ...last, status: "succeeded" as const }, $inc }) : { $set: last, $inc };
       return { updateOne: { filter: { _id: e.delivery._id }, update } };
     }
     const { lease, next, keepLease } = e.automatic;
-    const counted = { ...last, automatic_attempts: e.number };
-    // A slot kept for the endpoint's rate limit was this attempt's.
-    const slot = { throttle_slot: "" as const };
-    let update;
+    const set: Partial<DeliveryRecord> = { ...last, automatic_attempts: e.number };
+    let change: LeaseChange;
     if (outcome.succeeded || next === null) {
-      const status = outcome.succeeded ? ("succeeded" as const) : ("failed" as const);
-      update = { $set: { ...counted, status, lease_owner: null }, $unset: { next_attempt_at: "" as const, leased_at: "" as const, ...slot }, $inc };
+      set.status = outcome.succeeded ? "succeeded" : "failed";
+      change = { kind: "complete" };
     } else if (keepLease) {
-      update = { $set: { ...counted, next_attempt_at: new Date(now.getTime() + this.o.leaseMs), leased_at: now }, $unset: slot, $inc };
+      change = { kind: "renew", now, until: new Date(now.getTime() + this.o.leaseMs) };
     } else {
-      update = { $set: { ...counted, next_attempt_at: next, lease_owner: null }, $unset: { leased_at: "" as const, ...slot }, $inc };
+      change = { kind: "release", dueAt: next };
     }
-    return { updateOne: { filter: { _id: e.delivery._id, lease_owner: lease }, update } };
+    // A slot kept for the endpoint's rate limit was this attempt's.
+    const update = leaseUpdate<DeliveryRecord>(change, { $set: set, $unset: { throttle_slot: "" }, $inc });
+    return { updateOne: { filter: { _id: e.delivery._id, ...heldBy(lease) }, update } };
   }
 
   /**

@@ -73,7 +73,7 @@ export function deliveryToProto(r: DeliveryRecord): MessageInitShape<typeof Deli
     lastAttemptAt: ts(r.last_attempt_at),
     lastHttpStatus: r.last_http_status ?? undefined,
     lastErrorKind: errorKind(r.last_error_kind),
-    nextAttemptAt: r.status === "pending" && !r.lease_owner ? ts(r.next_attempt_at) : undefined,
+    nextAttemptAt: r.status === "pending" && !r.lease_owner ? ts(r.due_at ?? undefined) : undefined,
     createdAt: ts(r.created_at),
     test: r.test === true,
   };

@@ -1,4 +1,6 @@
+import type { Queued } from "../jobs/leased-queue.js";
 import { uuidFromTimeAndName } from "../shared/ids.js";
+import { renameIndexedField } from "../store/indexes.js";
 import { MongoBulkWriteError, type Collection, type Db, type OptionalUnlessRequiredId } from "mongodb";
 import type { AttemptErrorKind } from "./http-sender.js";
 
@@ -7,30 +9,30 @@ import type { AttemptErrorKind } from "./http-sender.js";
  * Svix's messagedestination and messageattempt):
  *
  * - webhook_deliveries: one per event and endpoint, _id derived from both,
- *   updated in place. Its status is stored, never recomputed; a delivery due
- *   has next_attempt_at, and an attempt in flight holds a lease: lease_owner
- *   set, next_attempt_at pushed to the lease's end (so that, if its process
- *   dies, it is due again then, and whoever claims it next records the lost
- *   attempt as interrupted).
+ *   updated in place, a queued record (src/jobs/leased-queue.ts). Its status
+ *   is stored, never recomputed; a pending delivery has due_at, and an
+ *   attempt in flight holds a lease: lease_owner set, due_at pushed to the
+ *   lease's end (so that, if its process dies, it is due again then, and
+ *   whoever claims it next records the lost attempt as interrupted).
  * - webhook_attempts: one per attempt made (_id <delivery>.<n> for automatic
  *   ones, <delivery>.m<n> for manual ones), with its outcome. Never updated.
  */
 
 /** Where a delivery stands. */
 export type DeliveryState =
-  /** Attempts remain; the next is due at next_attempt_at (or in flight while leased). */
+  /** Attempts remain; the next is due at due_at (or in flight while leased). */
   | "pending"
   /** An attempt was answered with a 2xx. */
   | "succeeded"
   /** The first attempt and every retry of the schedule failed. */
   | "failed"
-  /** Waits, without next_attempt_at, while its endpoint is disabled; pending again when it is enabled. */
+  /** Waits, without due_at, while its endpoint is disabled; pending again when it is enabled. */
   | "disabled"
   /** Its endpoint was deleted before it succeeded. */
   | "canceled";
 
-/** A delivery as stored in `webhook_deliveries`. */
-export interface DeliveryRecord {
+/** A delivery as stored in `webhook_deliveries` (due_at: when it is due, or when the lease of an attempt in flight ends). */
+export interface DeliveryRecord extends Queued {
   /** dlv_<uuid> derived from event and endpoint (deliveryId). */
   _id: string;
   workspace_id: string;
@@ -51,18 +53,12 @@ export interface DeliveryRecord {
   attempt_count: number;
   /** Manual attempts made: the next one is m<manual_attempts + 1>. */
   manual_attempts: number;
-  /** When the delivery is due (pending), or when the lease of an attempt in flight ends; unset otherwise. */
-  next_attempt_at?: Date;
   /**
    * The slot of its next attempt under its endpoint's rate limit, kept while
    * it waits in the database for its turn (EndpointThrottle); absent
    * otherwise.
    */
   throttle_slot?: Date | null;
-  /** The claim holding the attempt in flight (see DeliveryClaims), or null. */
-  lease_owner: string | null;
-  /** When the lease was taken (the attempt's start, if its process dies). */
-  leased_at?: Date;
   last_attempt_at: Date | null;
   last_http_status: number | null;
   last_error_kind: AttemptErrorKind | null;
@@ -157,11 +153,13 @@ export function createDeliveryStore(db: Db): DeliveryStore {
     deliveries,
     attempts,
     async ensureIndexes() {
-      // The claims: due deliveries in order of their time (only pending ones have one).
-      await deliveries.createIndex({ next_attempt_at: 1 }, { sparse: true });
+      // The claims' index (due_at) is the queue's (Dispatcher). Deliveries of earlier releases kept their due time in
+      // next_attempt_at: moved to due_at while that field's index still exists, then the index dropped.
+      await renameIndexedField(deliveries, "next_attempt_at", "due_at", "next_attempt_at_1");
       await deliveries.createIndex({ endpoint_id: 1, created_at: -1, _id: -1 });
       await deliveries.createIndex({ event_id: 1, created_at: -1, _id: -1 });
       await attempts.createIndex({ delivery_id: 1, started_at: -1, _id: -1 });
     },
   };
 }
+

@@ -5,8 +5,8 @@ import type { Logger } from "../shared/logger.js";
 import type { Scheduler } from "../jobs/scheduler.js";
 import { apiError } from "../shared/errors.js";
 import { GroupCommit } from "../store/group-commit.js";
+import { heldBy, LeasedQueue, leaseUpdate, waiting, type Queued, type Taken } from "../jobs/leased-queue.js";
 import { Attempts } from "./attempt.js";
-import { DeliveryClaims } from "./claim.js";
 import { deliveryId, insertNew, type AttemptRecord, type DeliveryRecord, type DeliveryStore } from "./delivery-store.js";
 import { EndpointCache, type EndpointView } from "./endpoint-cache.js";
 import type { EndpointRecord, EndpointStore } from "./endpoint-store.js";
@@ -89,18 +89,22 @@ export interface DispatcherOptions {
  * A new event's deliveries (one per enabled endpoint of its workspace that
  * selected its type and existed when it was created) are stored before the
  * event (the event bus's outbox), leased to this process, and attempted at
- * once once the event is stored: no job, no polling (Attempts). A retry
- * not due at once is stored as the delivery's next_attempt_at; every worker
- * has a recurring Agenda job (CLAIM_JOB, every WEBHOOK_CLAIM_INTERVAL_MS)
- * that claims due deliveries in batches (DeliveryClaims). A process that
- * dies leaves leases that end and are claimed again. While an
+ * once once the event is stored: no job, no polling (Attempts). The
+ * deliveries are a leased queue (src/jobs/leased-queue.ts): a retry not due
+ * at once is stored as the delivery's due_at; every worker has a recurring
+ * Agenda job (CLAIM_JOB, every WEBHOOK_CLAIM_INTERVAL_MS) that claims due
+ * deliveries in rounds, reading their events' envelopes while the lease is
+ * written, and wakes itself when the next one falls due. A process that
+ * dies leaves leases that lapse and are claimed again; the lost attempt is
+ * recorded as interrupted. While an
  * endpoint is disabled its deliveries wait as `disabled` and resume when it
  * is enabled; when it is deleted they are canceled.
  */
 export class Dispatcher {
   readonly cache: EndpointCache;
   private readonly attempts: Attempts;
-  private readonly claims: DeliveryClaims;
+  /** The deliveries as a leased queue; a round's prefetch is its events' envelopes by event id. */
+  private readonly claims: LeasedQueue<DeliveryRecord, Map<string, string>>;
   private readonly throttle: EndpointThrottle;
   /** Names this process's leases. */
   private readonly owner = newId();
@@ -122,16 +126,21 @@ export class Dispatcher {
     // and the immediate retry's wait and attempt under the lease renewed (WEBHOOK_LEASE_MS ≥ 2 × the deadline).
     this.throttle = new EndpointThrottle({ limiter: o.throttleLimiter, clock, holdMs: (leaseMs - 2 * o.timeoutMs) / 2 });
     this.attempts = new Attempts({ store, endpoints, cache: this.cache, sender, schedule, throttle: this.throttle, clock, logger, leaseMs, dueAt: (at) => this.claims.wakeAt(at) });
-    this.claims = new DeliveryClaims({
-      store,
-      events: o.events.collection,
+    this.claims = new LeasedQueue({
+      collection: store.deliveries,
+      name: "webhook deliveries",
+      owner: this.owner,
       clock,
       logger,
-      owner: this.owner,
       leaseMs,
       maxInFlight: MAX_IN_FLIGHT,
-      claimIntervalMs: o.claimIntervalMs,
-      run: (leased) => this.track(this.attempts.run(leased)),
+      intervalMs: o.claimIntervalMs,
+      prefetch: async (due) => {
+        const ids = [...new Set(due.map((d) => d.event_id))];
+        const found = await o.events.collection.find({ _id: { $in: ids } }, { projection: { body: 1 }, batchSize: ids.length }).toArray();
+        return new Map(found.map((e) => [e._id, e.body]));
+      },
+      run: (taken, bodies) => this.take(taken, bodies),
     });
     o.events.onPublish(this.outbox);
   }
@@ -153,21 +162,17 @@ export class Dispatcher {
   async stop(): Promise<void> {
     this.stopping = true;
     await this.removeClaimJob?.().catch((err: unknown) => this.o.logger.warn({ err }, "removing this process's webhook claim job failed"));
-    await this.claims.stop();
+    const late = this.o.timeoutMs + 5000;
     this.throttle.stop();
-    const settled = Promise.allSettled([...this.running]);
-    const late = new Promise((resolve) => setTimeout(resolve, this.o.timeoutMs + 5000).unref());
-    await Promise.race([settled, late]);
+    await this.claims.stop(late);
+    await Promise.race([Promise.allSettled([...this.running]), new Promise((resolve) => setTimeout(resolve, late).unref())]);
     await this.o.sender.close();
   }
 
   /** Deliveries waiting while their endpoint was disabled are due now (after it was enabled). */
   async resume(endpointId: string): Promise<void> {
     const now = this.o.clock.now();
-    await this.o.store.deliveries.updateMany(
-      { endpoint_id: endpointId, status: "disabled" },
-      { $set: { status: "pending", next_attempt_at: now, updated_at: now } },
-    );
+    await this.o.store.deliveries.updateMany({ endpoint_id: endpointId, status: "disabled" }, { $set: { status: "pending", ...waiting(now), updated_at: now } });
     this.claims.poke();
   }
 
@@ -175,7 +180,7 @@ export class Dispatcher {
   async cancel(endpointId: string): Promise<void> {
     await this.o.store.deliveries.updateMany(
       { endpoint_id: endpointId, status: { $in: ["pending", "disabled"] } },
-      { $set: { status: "canceled", lease_owner: null, updated_at: this.o.clock.now() }, $unset: { next_attempt_at: "", leased_at: "" } },
+      leaseUpdate<DeliveryRecord>({ kind: "complete" }, { $set: { status: "canceled", updated_at: this.o.clock.now() } }),
     );
   }
 
@@ -241,14 +246,14 @@ export class Dispatcher {
         recovery.unattempted += missing.length;
         continue;
       }
-      recovery.unattempted += (await insertNew(store.deliveries, missing.map((e) => this.newDelivery(e, endpoint._id, now, null)))).filter(Boolean).length;
+      recovery.unattempted += (await insertNew(store.deliveries, missing.map((e) => this.newDelivery(e, endpoint._id, now, waiting(now))))).filter(Boolean).length;
       if (failed.length === 0) continue;
       const requeued = await store.deliveries.bulkWrite(
         failed.map((d) => ({
           updateOne: {
             // Compare-and-set on what was read: a delivery changed meanwhile is left as it is.
             filter: { _id: d._id, status: "failed" as const, automatic_attempts: d.automatic_attempts },
-            update: { $set: { status: "pending" as const, next_attempt_at: now, schedule_start: d.automatic_attempts + 1, lease_owner: null, updated_at: now } },
+            update: { $set: { status: "pending" as const, ...waiting(now), schedule_start: d.automatic_attempts + 1, updated_at: now } },
           },
         })),
         { ordered: false },
@@ -280,23 +285,23 @@ export class Dispatcher {
     const id = newId();
     const data = sampleEventData(type, now);
     const body = JSON.stringify({ id, type, created_at: now.toISOString(), data, test: true });
-    const lease = `${this.owner}:test`;
-    const delivery: DeliveryRecord = { ...this.newDelivery({ _id: id, workspace_id: endpoint.workspace_id, type }, endpoint._id, now, lease), test: true };
+    const held = this.claims.held(now);
+    const delivery: DeliveryRecord = { ...this.newDelivery({ _id: id, workspace_id: endpoint.workspace_id, type }, endpoint._id, now, held.fields), test: true };
     // The delivery first, as the outbox does: a crash in between leaves a delivery without event, deleted by claims.
     await this.o.store.deliveries.insertOne(delivery);
     await this.o.events.collection.insertOne({ _id: id, workspace_id: endpoint.workspace_id, type, created_at: now, data, body, test: true });
-    await this.track(this.attempts.run({ delivery, body, number: 1, lease }));
+    await this.track(this.attempts.run({ delivery, body, number: 1, lease: held.lease }));
     const stored = (await this.o.store.deliveries.findOne({ _id: delivery._id })) ?? delivery;
     const attempt = await this.o.store.attempts.find({ delivery_id: delivery._id }).sort({ started_at: -1, _id: -1 }).limit(1).next();
     return { delivery: stored, attempt };
   }
 
   /**
-   * A new delivery of `event` to the endpoint, pending: leased to `lease`
-   * (its attempt starts in this process; next_attempt_at is the lease's
-   * end), or due at once for a claim when `lease` is null.
+   * A new delivery of `event` to the endpoint, pending, with `queued`: the
+   * lease fields of one leased to this process (its attempt starts here), or
+   * of one due at once for a claim.
    */
-  private newDelivery(event: Pick<StoredEvent, "_id" | "workspace_id" | "type">, endpointId: string, now: Date, lease: string | null): DeliveryRecord {
+  private newDelivery(event: Pick<StoredEvent, "_id" | "workspace_id" | "type">, endpointId: string, now: Date, queued: Queued): DeliveryRecord {
     return {
       _id: deliveryId(event._id, endpointId),
       workspace_id: event.workspace_id,
@@ -308,14 +313,36 @@ export class Dispatcher {
       automatic_attempts: 0,
       attempt_count: 0,
       manual_attempts: 0,
-      next_attempt_at: lease ? new Date(now.getTime() + this.o.leaseMs) : now,
-      lease_owner: lease,
-      ...(lease ? { leased_at: now } : {}),
+      ...queued,
       last_attempt_at: null,
       last_http_status: null,
       last_error_kind: null,
       updated_at: now,
     };
+  }
+
+  /**
+   * A delivery the queue hands over (stored leased here, or claimed): its
+   * next automatic attempt, or, when the earlier lease lapsed, the lost one
+   * recorded as interrupted first (Attempts.run). A delivery whose event is
+   * not stored (its publisher stopped between storing the deliveries and the
+   * event, see EventOutbox) is looked at again a lease later, and deleted
+   * once two leases old: that event was never published.
+   */
+  private async take({ record: delivery, lease, lapsedSince }: Taken<DeliveryRecord>, bodies: Map<string, string> | undefined): Promise<void> {
+    const body = bodies?.get(delivery.event_id);
+    if (body !== undefined) {
+      await this.attempts.run({ delivery, body, number: delivery.automatic_attempts + 1, lease, ...(lapsedSince ? { interruptedSince: lapsedSince } : {}) });
+      return;
+    }
+    const now = this.o.clock.now();
+    const { deliveries } = this.o.store;
+    if (delivery.created_at.getTime() < now.getTime() - 2 * this.o.leaseMs) {
+      this.o.logger.warn({ deliveryId: delivery._id, eventId: delivery.event_id }, "deleting a webhook delivery whose event was never stored");
+      await deliveries.deleteOne({ _id: delivery._id, ...heldBy(lease) });
+    } else {
+      await deliveries.updateOne({ _id: delivery._id, ...heldBy(lease) }, leaseUpdate({ kind: "release", dueAt: new Date(now.getTime() + this.o.leaseMs) }));
+    }
   }
 
   private track<T>(work: Promise<T>): Promise<T> {
@@ -339,14 +366,15 @@ export class Dispatcher {
     const endpoints = await this.selecting(event.workspace_id, event.type, event.created_at);
     if (endpoints.length === 0) return null;
     const now = this.o.clock.now();
-    const lease = !this.stopping && this.claims.inProgress + endpoints.length <= MAX_IN_FLIGHT ? `${this.owner}:new` : null;
-    const deliveries = endpoints.map((e) => this.newDelivery(event, e.id, now, lease));
+    const held = !this.stopping && this.claims.inProgress + endpoints.length <= MAX_IN_FLIGHT ? this.claims.held(now) : undefined;
+    const deliveries = endpoints.map((e) => this.newDelivery(event, e.id, now, held?.fields ?? waiting(now)));
     const inserted = await this.inserts.add(deliveries);
-    if (!lease) return () => this.claims.poke();
+    if (!held) return () => this.claims.poke();
+    const bodies = new Map([[event._id, event.body]]);
     return () => {
       deliveries.forEach((delivery, i) => {
         // One not inserted was stored earlier (the same event published again): someone else's to attempt.
-        if (inserted[i]) this.claims.begin({ delivery, body: event.body, number: 1, lease });
+        if (inserted[i]) this.claims.begin({ record: delivery, lease: held.lease }, bodies);
       });
     };
   };

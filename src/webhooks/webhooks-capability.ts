@@ -36,7 +36,7 @@ export function createWebhooksCapability(platform: Platform): Capability {
   );
   // Deliveries due and not yet claimed (deliveries waiting for a disabled endpoint are not due).
   platform.metrics.gauge("msgsvc_webhook_backlog", "Webhook delivery attempts due and not yet made.", () =>
-    store.deliveries.countDocuments({ next_attempt_at: { $lte: clock.now() }, lease_owner: null }),
+    store.deliveries.countDocuments({ due_at: { $lte: clock.now() }, lease_owner: null }),
   );
   const dispatcher = new Dispatcher({
     events,

@@ -146,7 +146,7 @@ export async function runWebhookBench(options: WebhookBenchOptions): Promise<str
     const makeDue = async (size: number): Promise<{ dueNs: bigint; late: boolean }> => {
       const dueAt = new Date(Date.now() + Math.max(2_000, size / 4));
       const dueNs = process.hrtime.bigint() + BigInt(dueAt.getTime() - Date.now()) * 1_000_000n;
-      await db.collection("webhook_deliveries").updateMany({ next_attempt_at: { $gt: dueAt } }, { $set: { next_attempt_at: dueAt } });
+      await db.collection("webhook_deliveries").updateMany({ due_at: { $gt: dueAt } }, { $set: { due_at: dueAt } });
       const wait = dueAt.getTime() - Date.now();
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       return { dueNs, late: wait <= 0 };
@@ -310,8 +310,9 @@ async function seedBacklog(db: Db, endpoints: { workspaceId: string; endpointId:
         automatic_attempts: 1,
         attempt_count: 1,
         manual_attempts: 0,
-        next_attempt_at: new Date(now.getTime() + 3_600_000),
+        due_at: new Date(now.getTime() + 3_600_000),
         lease_owner: null,
+        leased_at: null,
         last_attempt_at: now,
         last_http_status: null,
         last_error_kind: "connection_refused",
