@@ -187,6 +187,12 @@ const variables = z.object({
   DISPATCH_RETRY_MAX_MS: integer(600_000, 1, 86_400_000, "milliseconds"),
   /** A dispatch claimed longer ago than this without an answer counts as interrupted, in ms. */
   DISPATCH_CLAIM_TIMEOUT_MS: integer(60_000, 100, 3_600_000, "milliseconds"),
+  /**
+   * How often each worker claims the queued work of messages and forms that waits (a retry of dispatch, a report
+   * whose message was not known yet, a form's files to fetch, whatever a stopped process left), in ms; a worker
+   * also wakes at the instant the next record falls due.
+   */
+  QUEUE_CLAIM_INTERVAL_MS: integer(1000, 10, 60_000, "milliseconds"),
   /** Interval of the messages recovery sweep, in ms. */
   MESSAGES_SWEEP_INTERVAL_MS: integer(30_000, 100, 3_600_000, "milliseconds"),
   /**

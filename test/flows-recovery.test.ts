@@ -1,16 +1,16 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { Binary, ObjectId } from "mongodb";
+import { FETCH_LEASE_MS } from "../src/flows/file-fetch.js";
 import { SimulatorService } from "../gen/messaging/console/v1/simulator_pb.js";
-import { FLOWS_SWEEP_JOB } from "../src/flows/flows-capability.js";
 import { rest } from "./helpers/clients.js";
 import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
 import { createTestClock, createTestService, eventually, type TestService } from "./helpers/test-service.js";
 
 /*
- * A worker that stopped while fetching a submission's files (its claim left
- * behind, a half-written GridFS file) loses nothing: after the claim timeout
- * the flows sweep hands the fetch back, the broken upload is deleted, the file
+ * A process that stopped while fetching a submission's files (its lease left
+ * behind, a half-written GridFS file) loses nothing: once the lease lapses a
+ * worker's claim takes the fetch over, the broken upload is deleted, the file
  * is fetched again and flow.completed fires.
  */
 
@@ -32,13 +32,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-/** Runs the flows sweep now and waits until that run finished. */
-async function sweep(): Promise<void> {
-  const job = await t.service.scheduler.agenda.now(FLOWS_SWEEP_JOB, {});
-  await eventually(async () => ((await t.service.db.collection("jobs").findOne({ _id: new ObjectId(String(job.attrs._id)), lastFinishedAt: { $ne: null } })) ? true : undefined));
-}
-
-it("a fetch whose worker stopped is taken over after the claim timeout and completes", async () => {
+it("a fetch whose process stopped is taken over once its lease lapses, and completes", async () => {
   const bytes = Buffer.from("the scan of an id card");
   async function* parts() {
     yield { messageId, fileName: "scan.png", data: bytes };
@@ -63,17 +57,21 @@ it("a fetch whose worker stopped is taken over after the claim timeout and compl
     ],
     received_at: now,
     created_at: now,
-    fetch: { state: "claimed", attempts: 1, next_attempt_at: now, claimed_at: now, last_error: null },
+    fetch: { state: "pending", attempts: 1, last_error: null },
+    // Held by a process that stopped: due (taken again) once its lease lapses.
+    due_at: new Date(now.getTime() + FETCH_LEASE_MS),
+    lease_owner: "stopped-process:1",
+    leased_at: now,
     ready_at: null,
     published_at: null,
   });
 
-  await sweep();
-  expect((await t.service.db.collection("flow_responses").findOne({ _id: id as never }))!.fetch.state).toBe("claimed"); // a live claim is left alone
+  // A live lease is left alone: the claims (every QUEUE_CLAIM_INTERVAL_MS) do not take it.
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  expect((await t.service.db.collection("flow_responses").findOne({ _id: id as never }))).toMatchObject({ lease_owner: "stopped-process:1", fetch: { state: "pending" } });
   expect((await rest(t.publicUrl, "GET", `/v1/flow_responses/${id}`, { key: key.secret })).status).toBe(404); // not ready yet
 
-  clock.advance(16 * 60 * 1000);
-  await sweep();
+  clock.advance(FETCH_LEASE_MS + 60_000);
   const event = await eventually(async () => (await t.service.events.collection.findOne({ type: "flow.completed", "data.id": id })) ?? undefined);
   expect(JSON.parse(event.body).data.files[0]).toMatchObject({ size_bytes: bytes.length, sha256: createHash("sha256").update(bytes).digest("hex"), error: null });
   expect(await t.service.db.collection("flow_files.chunks").countDocuments({ files_id: broken })).toBe(0);

@@ -373,33 +373,58 @@ describe("Idempotency-Key", () => {
   });
 });
 
-describe("the messages' indexes", () => {
-  it("keeps the sweeps' indexes partial (the messages in that state only) and drops the whole-collection ones of an earlier release", async () => {
+describe("the messages' indexes and the records of earlier releases", () => {
+  it("keeps the sweeps' indexes partial and dispatch's queue sparse, drops those of earlier releases, and queues the messages they left under dispatch", async () => {
     const client = await new MongoClient(inject("mongoUri")).connect();
     const name = `test_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
-    const messages = client.db(name).collection("messages");
-    // A database an earlier release set up.
+    const db = client.db(name);
+    const messages = db.collection("messages");
+    // A workspace, sender and template (made through this release, stopped at once).
+    const seed = await createTestService({ config: { mongodbDatabase: name, logLevel: "error", ...FAST_MESSAGING } });
+    const ws = await seed.createWorkspace("Earlier release", 5);
+    const sender = await createSender(seed, ws);
+    const template = await createTemplate(seed, ws);
+    await seed.service.close();
+    // What the releases before left: whole-collection indexes, partial ones of dispatch's states, and a message the
+    // last release accepted and never dispatched (its process stopped), held by that process.
     await messages.createIndex({ "dispatch.state": 1, "dispatch.lease_until": 1 });
     await messages.createIndex({ "dispatch.state": 1, "dispatch.claimed_at": 1 });
     await messages.createIndex({ refund_state: 1 });
     await messages.createIndex({ events_pending: 1, updated_at: 1 });
-    const upgraded = await createTestService({ config: { mongodbDatabase: name, logLevel: "error" } });
+    await messages.createIndex({ "dispatch.lease_until": 1 }, { name: "dispatch_pending_by_lease", partialFilterExpression: { "dispatch.state": "pending" } });
+    await messages.createIndex({ "dispatch.claimed_at": 1 }, { name: "dispatch_claimed_by_claim", partialFilterExpression: { "dispatch.state": "claimed" } });
+    const then = new Date(Date.now() - 60_000);
+    await messages.insertOne({
+      _id: "msg_00000000-0000-4000-8000-00000000e001" as never,
+      workspace_id: ws, direction: "outbound", api_key_id: null, to: "4915123459992", from: "4915100000001", sender_id: sender, template_id: template,
+      flow_token: null, status: "accepted", wa_message_id: null, error: null, credits: 1, created_at: then, refund_state: "none",
+      send: { from_phone_number: "4915100000001", from_phone_number_id: null, template_name: "verification_code", language: "en", parameters: [], flow: null, text: "Hello" },
+      dispatch: { state: "pending", attempts: 0, next_attempt_at: then, owner: "dsp_gone", lease_until: then, claimed_at: null, last_error: null },
+    });
+    const upgraded = await createTestService({ config: { mongodbDatabase: name, logLevel: "error", ...FAST_MESSAGING } });
     try {
       const indexes = await messages.listIndexes().toArray();
-      const retired = ["dispatch.state_1_dispatch.lease_until_1", "dispatch.state_1_dispatch.claimed_at_1", "refund_state_1", "events_pending_1_updated_at_1"];
+      const retired = ["dispatch.state_1_dispatch.lease_until_1", "dispatch.state_1_dispatch.claimed_at_1", "refund_state_1", "events_pending_1_updated_at_1", "dispatch_pending_by_lease", "dispatch_claimed_by_claim"];
       expect(indexes.map((i) => i.name).filter((n) => retired.includes(n))).toEqual([]);
       const partial = Object.fromEntries(indexes.filter((i) => i.partialFilterExpression).map((i) => [i.name, { key: i.key, filter: i.partialFilterExpression }]));
       expect(partial).toEqual({
-        dispatch_pending_by_lease: { key: { "dispatch.lease_until": 1 }, filter: { "dispatch.state": "pending" } },
-        dispatch_unapplied_by_claim: { key: { status: 1, "dispatch.claimed_at": 1 }, filter: { status: "accepted", "dispatch.state": "done" } },
-        dispatch_claimed_by_claim: { key: { "dispatch.claimed_at": 1 }, filter: { "dispatch.state": "claimed" } },
         refund_due_by_failure: { key: { failed_at: 1 }, filter: { refund_state: "due" } },
         events_pending_by_update: { key: { updated_at: 1 }, filter: { "events_pending.0": { $exists: true } } },
       });
+      expect(indexes.find((i) => i.name === "queue_due_at")).toMatchObject({ key: { due_at: 1 }, sparse: true });
+      // The message left under dispatch is queued, taken by a worker's claim and dispatched, then leaves the queue.
+      const sent = await eventually(async () => {
+        const m = await messages.findOne({ _id: "msg_00000000-0000-4000-8000-00000000e001" as never });
+        return m && m.status !== "accepted" && m.due_at === undefined ? m : undefined;
+      });
+      expect(sent).toMatchObject({ dispatch: { state: "done", attempts: 1 }, lease_owner: null });
+      expect(sent!.dispatch).not.toHaveProperty("lease_until");
+      expect(sent!.wa_message_id).toEqual(expect.any(String));
     } finally {
       await upgraded.close();
-      await client.db(name).dropDatabase();
+      await db.dropDatabase();
       await client.close();
     }
   });
 });
+

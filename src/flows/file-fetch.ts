@@ -1,21 +1,24 @@
-import { ObjectId, type Collection } from "mongodb";
+import { ObjectId } from "mongodb";
+import pLimit from "p-limit";
 import { FlowResponseSchema } from "../../gen/messaging/v1/flow_responses_pb.js";
 import type { EventBus } from "../events/event-bus.js";
 import { toRestJson } from "../contract/rest-json.js";
-import { createRunTracker } from "../jobs/run-tracker.js";
-import type { JobSpec, Scheduler } from "../jobs/scheduler.js";
+import type { Queued } from "../jobs/leased-queue.js";
 import { MediaFetchError, type FetchedMedia, type NetworkAdapter } from "../network/network.js";
 import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
 import { FileTooLargeError, isAllowedType, type FlowFileStore } from "./flow-files.js";
 import { flowResponseToProto } from "./flow-proto.js";
-import type { FlowFileRecord, FlowResponseRecord } from "./flow-response-store.js";
+import type { FlowFileRecord, FlowResponseRecord, FlowResponseStore } from "./flow-response-store.js";
 
-/** Name of the job that fetches one response's files and fires flow.completed. */
-export const FETCH_FILES_JOB = "flows.fetch_files";
+/**
+ * How long a process holds a response whose files it fetches, in ms: past it
+ * (the process stopped), another takes the fetch over.
+ */
+export const FETCH_LEASE_MS = 15 * 60 * 1000;
 
-/** A claim older than this is taken over by the sweep (its process stopped), in ms. */
-export const FETCH_CLAIM_TIMEOUT_MS = 15 * 60 * 1000;
+/** Responses whose files one process fetches at once. */
+const FETCH_CONCURRENCY = 4;
 
 /** Longest wait between fetch attempts, in ms. */
 const MAX_RETRY_MS = 10 * 60 * 1000;
@@ -28,18 +31,17 @@ export interface FileFetchOptions {
   retryBaseMs: number;
 }
 
-/** Fetching of form files from the network into the service. */
+/** Fetching of form files from the network into the service: a leased queue of the responses (src/jobs/leased-queue.ts). */
 export interface FileFetcher {
-  /** The Agenda job: `{ flow_response_id }` → one attempt. */
-  readonly job: JobSpec<{ flow_response_id: string }>;
-  /** Schedules an attempt now (or at `at`). */
-  enqueue(flowResponseId: string, at?: Date): Promise<void>;
-  /**
-   * Recovery: schedules responses that are due and have no live job, and
-   * hands claims older than FETCH_CLAIM_TIMEOUT_MS back. Resolves to the count.
-   */
-  recover(): Promise<number>;
-  /** Graceful shutdown: attempts not begun are skipped, running ones awaited. */
+  /** The lease fields of a response recorded now, held by this process to fetch at once (begin). */
+  held(now: Date): { fields: Required<Queued>; lease: string };
+  /** Starts fetching the files of a response this process recorded with held's fields. */
+  begin(record: FlowResponseRecord, lease: string): void;
+  /** Starts claiming responses that wait (worker role): retries due, and fetches whose process stopped. */
+  start(): void;
+  /** Claims due responses now (the recurring claim job). */
+  drain(): Promise<void>;
+  /** Graceful shutdown: fetches not begun are left (their leases lapse), running ones awaited. */
   stop(): Promise<void>;
 }
 
@@ -58,46 +60,55 @@ function outcomeOf(err: unknown): Outcome {
 }
 
 /**
- * Creates the fetcher. An attempt:
+ * Creates the fetcher. A response is recorded held by the process that
+ * records it, which fetches at once; one whose fetch waits (a retry, a
+ * process that stopped) is taken by a worker's claim. An attempt (at most
+ * FETCH_CONCURRENCY per process):
  *
- * 1. claims the response with one conditional update (pending and due →
- *    claimed, attempts + 1), so only one worker fetches its files;
- * 2. for each pending file: a type outside FLOW_FILE_ALLOWED_TYPES is
- *    refused without download (type_not_allowed); otherwise the medium is
- *    fetched through the network port and streamed into GridFS, refused past
- *    FLOW_FILE_MAX_BYTES (file_too_large, by the stated size before reading
- *    or by counting), and checked against the SHA-256 the submission or the
- *    network states (unreadable on a mismatch, as for an unknown medium or
- *    failed decryption);
- * 3. an outage (timeouts, HTTP 5xx or 429, broken downloads, database
- *    errors) leaves the file pending and retries after FLOW_FILE_FETCH_RETRY_BASE_MS
- *    × 2^(n−1) (at most 10 minutes); after FLOW_FILE_FETCH_MAX_ATTEMPTS the
- *    file is recorded as unreadable;
- * 4. once every file is stored or failed, the response becomes visible
- *    (ready_at) and flow.completed is published, then marked done.
+ * 1. counts itself, and for each pending file: a type outside
+ *    FLOW_FILE_ALLOWED_TYPES is refused without download (type_not_allowed);
+ *    otherwise the medium is fetched through the network port and streamed
+ *    into GridFS (what a broken upload of an earlier attempt left is deleted
+ *    first), refused past FLOW_FILE_MAX_BYTES (file_too_large, by the stated
+ *    size before reading or by counting), and checked against the SHA-256 the
+ *    submission or the network states (unreadable on a mismatch, as for an
+ *    unknown medium or failed decryption);
+ * 2. an outage (timeouts, HTTP 5xx or 429, broken downloads, database
+ *    errors) leaves the file pending and releases the response, due after
+ *    FLOW_FILE_FETCH_RETRY_BASE_MS × 2^(n−1) (at most 10 minutes); after
+ *    FLOW_FILE_FETCH_MAX_ATTEMPTS the file is recorded as unreadable;
+ * 3. once every file is stored or failed, the response becomes visible
+ *    (ready_at) and flow.completed is published, then it is done.
  *
- * Every write is guarded by the claim, so a worker whose claim was taken
+ * Every write is guarded by the lease, so a process whose lease was taken
  * over changes nothing (and deletes what it stored). A crash between
  * publication and the done mark publishes again (at-least-once).
  */
 export function createFileFetcher(deps: {
-  responses: Collection<FlowResponseRecord>;
-  jobs: Collection;
+  responses: FlowResponseStore;
   files: FlowFileStore;
   network: NetworkAdapter;
   events: EventBus;
-  scheduler: Scheduler;
   clock: Clock;
   logger: Logger;
   options: FileFetchOptions;
+  /** Names this process in the leases. */
+  owner: string;
+  /** How often a worker claims due fetches, in ms (QUEUE_CLAIM_INTERVAL_MS). */
+  claimIntervalMs: number;
 }): FileFetcher {
-  const { responses: col, files, network, events, scheduler, clock, logger, options } = deps;
-  const runs = createRunTracker();
-
-  async function enqueue(id: string, at?: Date): Promise<void> {
-    if (at && at.getTime() > clock.now().getTime()) await scheduler.agenda.schedule(at, FETCH_FILES_JOB, { flow_response_id: id });
-    else await scheduler.agenda.now(FETCH_FILES_JOB, { flow_response_id: id });
-  }
+  const { responses, files, network, events, clock, logger, options } = deps;
+  const limit = pLimit(FETCH_CONCURRENCY);
+  const queue = responses.fetchQueue({
+    name: "form files",
+    owner: deps.owner,
+    clock,
+    logger,
+    leaseMs: FETCH_LEASE_MS,
+    maxInFlight: 200,
+    intervalMs: deps.claimIntervalMs,
+    run: ({ record, lease }) => limit(() => attempt(record, lease)),
+  });
 
   async function fetchOne(record: FlowResponseRecord, file: FlowFileRecord, gridfsId: ObjectId): Promise<Outcome> {
     if (!isAllowedType(file.mime_type, options.allowedTypes)) {
@@ -129,91 +140,60 @@ export function createFileFetcher(deps: {
     return { kind: "stored", ...stored };
   }
 
-  async function attempt(id: string): Promise<void> {
-    const now = clock.now();
-    const record = await col.findOneAndUpdate(
-      { _id: id, "fetch.state": "pending", "fetch.next_attempt_at": { $lte: now } },
-      { $set: { "fetch.state": "claimed", "fetch.claimed_at": now }, $inc: { "fetch.attempts": 1 } },
-      { returnDocument: "after" },
-    );
-    if (!record) return; // done, claimed elsewhere, or not due yet
-    const claim = { _id: id, "fetch.state": "claimed" as const, "fetch.claimed_at": now };
+  async function attempt(record: FlowResponseRecord, lease: string): Promise<void> {
+    if (record.fetch.state !== "pending") return;
+    const attempts = record.fetch.attempts + 1;
     const list = record.files.map((f) => ({ ...f }));
     const storedNow: ObjectId[] = [];
     let retryError: string | null = null;
+    let counted = false;
     for (const file of list) {
       if (file.state !== "pending") continue;
       if (file.gridfs_id) await files.delete(file.gridfs_id); // left by an interrupted attempt
       const gridfsId = new ObjectId();
       file.gridfs_id = gridfsId;
-      if ((await col.updateOne(claim, { $set: { files: list } })).matchedCount === 0) return; // claim taken over
+      if (!(await responses.saveFiles(record._id, lease, list, !counted))) return; // lease taken over
+      counted = true;
       const outcome = await fetchOne(record, file, gridfsId);
       if (outcome.kind === "stored") {
         storedNow.push(gridfsId);
         Object.assign(file, { state: "stored", size_bytes: outcome.sizeBytes, sha256: outcome.sha256, media: null });
-      } else if (outcome.kind === "retry" && record.fetch.attempts < options.maxAttempts) {
+      } else if (outcome.kind === "retry" && attempts < options.maxAttempts) {
         retryError = outcome.error;
         file.gridfs_id = null;
       } else {
-        const error = outcome.kind === "retry" ? `unreadable: ${outcome.error} (gave up after ${record.fetch.attempts} attempts)` : outcome.error;
+        const error = outcome.kind === "retry" ? `unreadable: ${outcome.error} (gave up after ${attempts} attempts)` : outcome.error;
         Object.assign(file, { state: "failed", error, media: null, gridfs_id: null });
       }
     }
     if (retryError) {
-      const wait = Math.min(MAX_RETRY_MS, options.retryBaseMs * 2 ** (record.fetch.attempts - 1));
+      const wait = Math.min(MAX_RETRY_MS, options.retryBaseMs * 2 ** (attempts - 1));
       const next = new Date(clock.now().getTime() + wait);
-      await col.updateOne(claim, {
-        $set: { files: list, "fetch.state": "pending", "fetch.next_attempt_at": next, "fetch.claimed_at": null, "fetch.last_error": retryError },
-      });
-      logger.info({ flowResponseId: id, error: retryError, retryAt: next }, "form files could not be fetched; retried later");
-      await enqueue(id, next);
+      await responses.scheduleRetry(record._id, lease, list, next, retryError);
+      logger.info({ flowResponseId: record._id, error: retryError, retryAt: next }, "form files could not be fetched; retried later");
+      queue.wakeAt(next);
       return;
     }
-    const ready = await col.findOneAndUpdate(claim, { $set: { files: list, ready_at: record.ready_at ?? clock.now() } }, { returnDocument: "after" });
+    const ready = await responses.markReady(record._id, lease, list, record.ready_at ?? clock.now());
     if (!ready) {
       for (const stored of storedNow) await files.delete(stored);
       return;
     }
     await events.publish({ workspaceId: ready.workspace_id, type: "flow.completed", data: toRestJson(FlowResponseSchema, flowResponseToProto(ready)) });
-    await col.updateOne(claim, { $set: { "fetch.state": "done", "fetch.last_error": null, published_at: clock.now() } });
+    await responses.markPublished(record._id, lease, clock.now());
   }
 
   return {
-    job: {
-      name: FETCH_FILES_JOB,
-      concurrency: 4,
-      removeOnComplete: true,
-      lockLifetimeMs: FETCH_CLAIM_TIMEOUT_MS,
-      run: (data) => runs.run(() => attempt(data.flow_response_id)),
+    held: (now) => queue.held(now, FETCH_LEASE_MS),
+    begin: (record, lease) => queue.begin({ record, lease }),
+    start() {
+      queue.start();
+      queue.poke();
     },
-    enqueue,
-    stop: () => runs.stop(),
-    async recover() {
-      const now = clock.now();
-      let count = 0;
-      const stale = await col
-        .find({ "fetch.state": "claimed", "fetch.claimed_at": { $lt: new Date(now.getTime() - FETCH_CLAIM_TIMEOUT_MS) } }, { projection: { _id: 1, fetch: 1 } })
-        .limit(1000)
-        .toArray();
-      for (const r of stale) {
-        await col.updateOne(
-          { _id: r._id, "fetch.state": "claimed", "fetch.claimed_at": r.fetch.claimed_at },
-          { $set: { "fetch.state": "pending", "fetch.claimed_at": null, "fetch.next_attempt_at": now } },
-        );
-      }
-      const due = await col.find({ "fetch.state": "pending", "fetch.next_attempt_at": { $lte: now } }, { projection: { _id: 1 } }).limit(1000).toArray();
-      if (due.length === 0) return 0;
-      const live = await deps.jobs
-        .find({ name: FETCH_FILES_JOB, "data.flow_response_id": { $in: due.map((r) => r._id) }, $or: [{ nextRunAt: { $ne: null } }, { lockedAt: { $ne: null } }] })
-        .project<{ data: { flow_response_id: string } }>({ data: 1 })
-        .toArray();
-      const scheduled = new Set(live.map((j) => j.data.flow_response_id));
-      for (const { _id } of due) {
-        if (scheduled.has(_id)) continue;
-        await enqueue(_id);
-        count++;
-      }
-      return count;
+    drain: () => queue.drain(),
+    async stop() {
+      limit.clearQueue();
+      await queue.stop();
     },
   };
 }

@@ -1,4 +1,6 @@
 import type { Collection, Db, Filter, ObjectId } from "mongodb";
+import { heldBy, LeasedQueue, leaseUpdate, waiting, type LeasedQueueOptions, type Queued } from "../jobs/leased-queue.js";
+import { dropIndexIfPresent } from "../store/indexes.js";
 import type { MediaReference } from "../network/network.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
 
@@ -28,19 +30,18 @@ export interface FlowFileRecord {
   error: string | null;
 }
 
-/** Fetch state of a response's files (the outbox of the flows.fetch_files job). */
+/** Fetch state of a response's files; the response is queued (its lease fields) while they are fetched. */
 export interface FetchState {
-  /** "pending" until a job claims it, "claimed" while files are fetched, "done" once flow.completed fired. */
-  state: "pending" | "claimed" | "done";
+  /** "pending" until flow.completed fired, then "done". */
+  state: "pending" | "done";
+  /** Fetch attempts begun. */
   attempts: number;
-  next_attempt_at: Date;
-  claimed_at: Date | null;
   /** Last retryable failure, for diagnosis. */
   last_error: string | null;
 }
 
-/** A form submission as stored in `flow_responses` (spec §Flow response data). */
-export interface FlowResponseRecord {
+/** A form submission as stored in `flow_responses` (spec §Flow response data); queued (Queued) until its files are fetched. */
+export interface FlowResponseRecord extends Queued {
   /** Shape frs_<uuid>. */
   _id: string;
   workspace_id: string;
@@ -82,6 +83,20 @@ export interface FlowResponseStore {
   get(workspaceId: string, id: string): Promise<FlowResponseRecord | null>;
   /** Ready responses of the workspace, newest first by received_at. */
   list(workspaceId: string, filter: FlowResponseFilter, page: PageRequest): Promise<Page<FlowResponseRecord>>;
+  /** The response recorded for inbound message `messageId`, ready or not, or null. */
+  findByMessage(messageId: string): Promise<FlowResponseRecord | null>;
+  /** Records a new response (queued: its fields say how). @throws E11000 when one is recorded for its message already. */
+  insert(record: FlowResponseRecord): Promise<void>;
+  /** The queue of responses whose files are fetched (src/flows/file-fetch.ts runs it). */
+  fetchQueue(options: Omit<LeasedQueueOptions<FlowResponseRecord, undefined>, "collection">): LeasedQueue<FlowResponseRecord>;
+  /** Writes the files' state of a fetch under `lease`, counting an attempt when `attempt` is set; false when the lease was taken over. */
+  saveFiles(id: string, lease: string, files: FlowFileRecord[], attempt?: boolean): Promise<boolean>;
+  /** A fetch to try again at `at` (files kept as they are), released. */
+  scheduleRetry(id: string, lease: string, files: FlowFileRecord[], at: Date, error: string): Promise<void>;
+  /** Every file settled: the response becomes visible (ready_at = `at`, its first readiness); answers it, or null when the lease was taken over. */
+  markReady(id: string, lease: string, files: FlowFileRecord[], at: Date): Promise<FlowResponseRecord | null>;
+  /** flow.completed was published: done, out of the queue. */
+  markPublished(id: string, lease: string, at: Date): Promise<void>;
   ensureIndexes(): Promise<void>;
 }
 
@@ -101,11 +116,35 @@ export function createFlowResponseStore(db: Db): FlowResponseStore {
       }
       return listPage(collection, filter, page, "received_at");
     },
+    findByMessage: (messageId) => collection.findOne({ message_id: messageId }),
+    async insert(record) {
+      await collection.insertOne(record);
+    },
+    fetchQueue: (options) => new LeasedQueue({ ...options, collection }),
+    async saveFiles(id, lease, files, attempt) {
+      const update = { $set: { files }, ...(attempt ? { $inc: { "fetch.attempts": 1 } } : {}) };
+      return (await collection.updateOne({ _id: id, ...heldBy(lease) }, update)).matchedCount === 1;
+    },
+    async scheduleRetry(id, lease, files, at, error) {
+      await collection.updateOne({ _id: id, ...heldBy(lease) }, leaseUpdate<FlowResponseRecord>({ kind: "release", dueAt: at }, { $set: { files, "fetch.last_error": error } }));
+    },
+    markReady: (id, lease, files, at) => collection.findOneAndUpdate({ _id: id, ...heldBy(lease) }, { $set: { files, ready_at: at } }, { returnDocument: "after" }),
+    async markPublished(id, lease, at) {
+      await collection.updateOne({ _id: id, ...heldBy(lease) }, leaseUpdate<FlowResponseRecord>({ kind: "complete" }, { $set: { "fetch.state": "done", "fetch.last_error": null, published_at: at } }));
+    },
     async ensureIndexes() {
       await collection.createIndex({ workspace_id: 1, received_at: -1, _id: -1 });
       await collection.createIndex({ message_id: 1 }, { unique: true });
       await collection.createIndex({ source_message_id: 1 });
-      await collection.createIndex({ "fetch.state": 1, "fetch.next_attempt_at": 1 });
+      await collection.createIndex({ due_at: 1 }, { name: "queue_due_at", sparse: true });
+      // Responses of earlier releases whose files were not fetched (found by that release's index): queued, due now.
+      if (await collection.indexExists("fetch.state_1_fetch.next_attempt_at_1").catch(() => false)) {
+        await collection.updateMany(
+          { "fetch.state": { $in: ["pending", "claimed"] } as never, due_at: { $exists: false } },
+          { $set: { ...waiting(new Date()), "fetch.state": "pending" }, $unset: { "fetch.next_attempt_at": "", "fetch.claimed_at": "" } },
+        );
+        await dropIndexIfPresent(collection, "fetch.state_1_fetch.next_attempt_at_1");
+      }
     },
   };
 }

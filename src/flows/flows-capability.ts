@@ -12,37 +12,42 @@ import { createFlowResponseService } from "./flow-response-service.js";
 import { createFlowResponseStore } from "./flow-response-store.js";
 import { createFlowSimulatorService } from "./flow-simulator-service.js";
 import { createFlowIntake } from "./intake.js";
+import { newId } from "../shared/ids.js";
 
-/** Name of the flows recovery sweep job. */
+/** Name of the flows sweep job. */
 export const FLOWS_SWEEP_JOB = "flows.sweep";
+
+/** The kind of each worker's recurring claim job of the fetch queue (named `flows.claim:<process>`). */
+export const FLOWS_CLAIM_JOB = "flows.claim";
 
 /**
  * Forms (README §Forms): form submissions from any network adapter become
  * flow responses (frs_<uuid>) traced to the message that carried the form;
- * their files are fetched from the network into GridFS by the
- * flows.fetch_files job, which then fires flow.completed; the public
- * FlowResponseService reads them (flow_responses:read); the simulator's
- * console methods upload media and submit forms. The sweep flows.sweep (every
- * MESSAGES_SWEEP_INTERVAL_MS, and once when a worker starts) re-schedules
- * fetches whose job was lost or whose worker stopped, and deletes simulated
- * media older than 24 hours.
+ * their files are fetched from the network into GridFS (a leased queue of the
+ * responses, begun by the process that recorded them; each worker claims
+ * what waits with its own recurring job, FLOWS_CLAIM_JOB), which then fires
+ * flow.completed; the public FlowResponseService reads them
+ * (flow_responses:read); the simulator's console methods upload media and
+ * submit forms. The sweep flows.sweep (every MESSAGES_SWEEP_INTERVAL_MS)
+ * deletes simulated media older than 24 hours.
  */
 export function createFlowsCapability(
   platform: Platform,
   deps: { messages: MessageStore; inbound: Inbound; network: NetworkAdapter; simulator: Simulator | undefined },
 ): Capability {
   const { db, config, clock, logger, scheduler, events } = platform;
+  const owner = newId();
   const responses = createFlowResponseStore(db);
   const files = createFlowFileStore(db);
   const fetcher = createFileFetcher({
-    responses: responses.collection,
-    jobs: db.collection("jobs"),
+    responses,
     files,
     network: deps.network,
     events,
-    scheduler,
     clock,
     logger,
+    owner,
+    claimIntervalMs: config.queueClaimIntervalMs,
     options: {
       maxBytes: config.flowFileMaxBytes,
       allowedTypes: config.flowFileAllowedTypes,
@@ -50,26 +55,32 @@ export function createFlowsCapability(
       retryBaseMs: config.flowFileFetchRetryBaseMs,
     },
   });
-  deps.inbound.onInbound("flow_response", createFlowIntake({ responses: responses.collection, messages: deps.messages.collection, fetcher, clock }));
+  deps.inbound.onInbound("flow_response", createFlowIntake({ responses, messages: deps.messages.collection, fetcher, clock }));
   const sweep = async () => {
-    const rescheduled = await fetcher.recover();
     const media = (await deps.simulator?.media.prune()) ?? 0;
-    if (rescheduled + media > 0) logger.info({ rescheduled, media }, "flows sweep: recovered work");
+    if (media > 0) logger.info({ media }, "flows sweep: simulated media deleted");
   };
+  let removeClaimJob: (() => Promise<void>) | undefined;
   return {
     name: "flows",
     publicServices: [registerService(FlowResponseService, createFlowResponseService({ responses, files }))],
     consoleServices: [registerService(SimulatorService, createFlowSimulatorService({ simulator: deps.simulator, messages: deps.messages, responses }))],
-    jobs: [fetcher.job as never, { name: FLOWS_SWEEP_JOB, concurrency: 1, run: sweep }],
+    jobs: [{ name: FLOWS_SWEEP_JOB, concurrency: 1, run: sweep }],
     schedules: [{ job: FLOWS_SWEEP_JOB, everyMs: config.messagesSweepIntervalMs }],
     async ensureIndexes() {
       await responses.ensureIndexes();
       await deps.messages.collection.createIndex({ flow_token: 1, to: 1 });
     },
     async start() {
-      if (config.role !== "api") await sweep().catch((err: unknown) => logger.error({ err }, "flows sweep at start failed"));
+      if (config.role === "api") return;
+      await sweep().catch((err: unknown) => logger.error({ err }, "flows sweep at start failed"));
+      // The one-job-per-fetch of earlier releases: their responses are queued now (FlowResponseStore.ensureIndexes).
+      await scheduler.agenda.cancel({ name: "flows.fetch_files" }).catch((err: unknown) => logger.warn({ err }, "removing earlier releases' fetch jobs failed"));
+      removeClaimJob = await scheduler.everyInThisProcess(FLOWS_CLAIM_JOB, owner, config.queueClaimIntervalMs, () => fetcher.drain());
+      fetcher.start();
     },
     async stop() {
+      await removeClaimJob?.().catch((err: unknown) => logger.warn({ err }, "removing this process's flows claim job failed"));
       await fetcher.stop();
     },
   };

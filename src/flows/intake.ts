@@ -4,7 +4,7 @@ import type { Clock } from "../shared/clock.js";
 import { isDuplicateKeyError } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import type { FileFetcher } from "./file-fetch.js";
-import type { FlowResponseRecord } from "./flow-response-store.js";
+import type { FlowResponseRecord, FlowResponseStore } from "./flow-response-store.js";
 import { parseSubmission } from "./submission.js";
 
 /** How the message that carried a form is found for a submission. */
@@ -45,28 +45,25 @@ export async function traceSubmission(messages: Collection<MessageRecord>, inbou
  * The flows capability's part of the inbound path (registered with
  * inbound.onInbound("flow_response")): records the submission of an inbound
  * flow_response message as a flow response (frs_<uuid>) with its files
- * pending, traced to its form's message, and schedules the fetch of its files
- * (which fires flow.completed, also for a submission without files).
- * Idempotent: a response already recorded for the message is only scheduled
- * again.
+ * pending, traced to its form's message, held by this process, and begins
+ * the fetch of its files (which fires flow.completed, also for a submission
+ * without files). Idempotent: a response already recorded for the message is
+ * left to its fetch (queued: a worker takes it over if its process stopped).
  */
 export function createFlowIntake(deps: {
-  responses: Collection<FlowResponseRecord>;
+  responses: FlowResponseStore;
   messages: Collection<MessageRecord>;
   fetcher: FileFetcher;
   clock: Clock;
 }): (message: MessageRecord) => Promise<void> {
   const { responses, messages, fetcher, clock } = deps;
   return async (message) => {
-    const existing = await responses.findOne({ message_id: message._id });
-    if (existing) {
-      if (existing.fetch.state === "pending") await fetcher.enqueue(existing._id, existing.fetch.next_attempt_at);
-      return;
-    }
+    if (await responses.findByMessage(message._id)) return;
     if (message.content?.type !== "flow_response") return;
     const submission = parseSubmission(message.content.responseJson);
     const { source, form } = await traceSubmission(messages, message, submission.flowToken);
     const now = clock.now();
+    const held = fetcher.held(now);
     const record: FlowResponseRecord = {
       _id: newId("frs"),
       workspace_id: message.workspace_id,
@@ -92,16 +89,17 @@ export function createFlowIntake(deps: {
       })),
       received_at: message.created_at,
       created_at: now,
-      fetch: { state: "pending", attempts: 0, next_attempt_at: now, claimed_at: null, last_error: null },
+      fetch: { state: "pending", attempts: 0, last_error: null },
+      ...held.fields,
       ready_at: null,
       published_at: null,
     };
     try {
-      await responses.insertOne(record);
+      await responses.insert(record);
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
-      return; // recorded by a concurrent application of the same report, which schedules it
+      return; // recorded by a concurrent application of the same report, which fetches it
     }
-    await fetcher.enqueue(record._id);
+    fetcher.begin(record, held.lease);
   };
 }

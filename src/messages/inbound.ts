@@ -1,4 +1,4 @@
-import type { AnyBulkWriteOperation, Collection, Db, Filter } from "mongodb";
+import type { AnyBulkWriteOperation, Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { MessageEventDataSchema } from "../../gen/messaging/v1/events_pb.js";
@@ -20,6 +20,7 @@ import { newId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
 import { LRUCache } from "lru-cache";
 import { GroupCommit } from "../store/group-commit.js";
+import { heldBy, LeasedQueue, leaseUpdate, waiting, type Queued, type Taken } from "../jobs/leased-queue.js";
 import { dropIndexIfPresent } from "../store/indexes.js";
 import { MergedUpdates } from "../store/merged-updates.js";
 import { EVENTS_PENDING, REFUND_DUE, STATUS_ORDER, type MessageRecord, type MessageStore, type StoredStatus } from "./message-store.js";
@@ -27,9 +28,13 @@ import { EVENTS_PENDING, REFUND_DUE, STATUS_ORDER, type MessageRecord, type Mess
 /**
  * A report as kept in `message_reports`: every distinct report the network
  * made, with when it happened and when it arrived. The id makes duplicates
- * visible: one row per network message and status (or "received").
+ * visible: one row per network message and status (or "received"). A row is
+ * queued (src/jobs/leased-queue.ts) until it is applied: an inbound message
+ * held by the process that received it, a status report whose message is
+ * not known yet due a while later (the network may report before dispatch
+ * recorded its id).
  */
-export interface ReportRecord {
+export interface ReportRecord extends Queued {
   /** "<network message id or our message id>:<status>". */
   _id: string;
   /** Our message the report is about; null until it can be matched. */
@@ -43,8 +48,6 @@ export interface ReportRecord {
   inbound: Omit<InboundMessageReport, "kind" | "occurredAt"> | null;
   /** When its effects (status, event) were applied; null until then. */
   applied_at: Date | null;
-  /** When a process took it to apply it (so that two never apply it at once); null until then. */
-  claimed_at: Date | null;
   /** How many more times the same report arrived (and was ignored). */
   duplicates: number;
 }
@@ -79,13 +82,17 @@ export interface Inbound {
   /** Refunds a failed message whose refund is due (idempotent). */
   refund(message: Pick<MessageRecord, "_id" | "workspace_id" | "credits">): Promise<void>;
   /**
-   * Recovery after a crash: applies reports stored more than `olderThanMs`
-   * ago but not applied, fires the events of status changes made more than
-   * `olderThanMs` ago whose event was not recorded yet, and completes due
-   * refunds. Resolves to the count.
+   * Recovery after a crash: fires the events of status changes made more
+   * than `olderThanMs` ago whose event was not recorded yet, and completes
+   * due refunds. Resolves to the count. (Reports not applied are a queue:
+   * drain.)
    */
   recover(olderThanMs: number): Promise<number>;
-  /** Writes the follow-ups held (event marks to clear, repeats to count) and waits for them (graceful shutdown). */
+  /** Starts claiming reports that wait (worker role): those whose message was not known yet, and those whose process stopped. */
+  start(): void;
+  /** Claims due reports now (the recurring claim job). */
+  drain(): Promise<void>;
+  /** Stops claiming and waits for the reports being applied, then writes the follow-ups held (event marks to clear, repeats to count) (graceful shutdown). */
   close(): Promise<void>;
   ensureIndexes(): Promise<void>;
 }
@@ -113,23 +120,53 @@ export function createInbound(deps: {
   events: EventBus;
   clock: Clock;
   logger: Logger;
-  /** A report claimed longer ago than this and not applied is taken over (its process stopped), in ms (RECOVERY_AGE_MS). */
+  /**
+   * A report held longer than this and not applied is taken over (its
+   * process stopped), and a report whose message is not known yet is tried
+   * again after this, in ms (RECOVERY_AGE_MS).
+   */
   claimTimeoutMs: number;
+  /** Names this process in the reports' leases. */
+  owner: string;
+  /** How often a worker claims due reports, in ms (QUEUE_CLAIM_INTERVAL_MS). */
+  claimIntervalMs: number;
 }): Inbound {
   const { messages, senders, credits, events, clock, logger } = deps;
   const reports = deps.db.collection<ReportRecord>("message_reports");
   const col = messages.collection;
   const inboundHandlers = new Map<InboundContent["type"], (message: MessageRecord) => Promise<void>>();
 
-  /** Takes a stored row to apply it; false when another process applies it (or did). */
-  async function claim(id: string): Promise<boolean> {
+  /**
+   * Reports that wait (src/jobs/leased-queue.ts): each taken is applied
+   * (appliedLater); one whose message is still unknown is tried again a
+   * while later, for a day, then kept unapplied.
+   */
+  const queue: LeasedQueue<ReportRecord> = new LeasedQueue<ReportRecord>({
+    collection: reports,
+    name: "network reports",
+    owner: deps.owner,
+    clock,
+    logger,
+    leaseMs: deps.claimTimeoutMs,
+    maxInFlight: 200,
+    intervalMs: deps.claimIntervalMs,
+    run: (taken) => appliedLater(taken),
+  });
+
+  /** Marks a report applied (and its message), out of the queue, while `lease` holds it. */
+  async function markApplied(row: ReportRecord, lease: string, messageId?: string): Promise<void> {
+    await reports.updateOne({ _id: row._id, ...heldBy(lease) }, leaseUpdate<ReportRecord>({ kind: "complete" }, { $set: { applied_at: clock.now(), ...(messageId ? { message_id: messageId } : {}) } }));
+  }
+
+  async function appliedLater({ record: row, lease }: Taken<ReportRecord>): Promise<void> {
+    if (row.status === "received") return applyInbound(row, lease);
+    const match = row.message_id ? { _id: row.message_id } : { wa_message_id: row.network_message_id };
+    const applied = (await applyStatus(match, row.status as StatusReport["status"], row.occurred_at, row.error)) ?? (await col.findOne({ ...match, direction: "outbound" }));
+    if (applied) return markApplied(row, lease, applied._id);
+    // Not ours (yet): tried again later, for a day after it arrived; then it stays, unapplied, out of the queue.
     const now = clock.now();
-    const stale = new Date(now.getTime() - deps.claimTimeoutMs);
-    const taken = await reports.findOneAndUpdate(
-      { _id: id, applied_at: null, $or: [{ claimed_at: null }, { claimed_at: { $lt: stale } }] },
-      { $set: { claimed_at: now } },
-    );
-    return taken !== null;
+    const change = now.getTime() - row.received_at.getTime() < 86_400_000 ? ({ kind: "release", dueAt: new Date(now.getTime() + deps.claimTimeoutMs) } as const) : ({ kind: "complete" } as const);
+    await reports.updateOne({ _id: row._id, ...heldBy(lease) }, leaseUpdate<ReportRecord>(change));
   }
 
   async function store(row: ReportRecord): Promise<boolean> {
@@ -233,9 +270,9 @@ export function createInbound(deps: {
    * Dispatch's "sent", many messages at once (writeInTwoPasses), three
    * updates each: forward (accepted → sent), else late (the status is
    * further on: only the time, the report and its event mark), each with the
-   * dispatch's outcome (network id, done); and the outcome alone where
-   * neither wrote it ("sent" was reported already). Only one of the three
-   * changes a message.
+   * dispatch's outcome (network id, done, out of dispatch's queue); and the
+   * outcome alone where neither wrote it ("sent" was reported already). Only
+   * one of the three changes a message.
    */
   const sentWrites = new GroupCommit<{ messageId: string; networkMessageId: string; at: Date }, void>(async (items) => {
     const now = clock.now();
@@ -244,11 +281,12 @@ export function createInbound(deps: {
         const outcome = { wa_message_id: networkMessageId, "dispatch.state": "done" as const, "dispatch.last_error": null };
         const unreported = { _id: messageId, direction: "outbound" as const, reports: { $ne: "sent" } };
         const record = { $addToSet: { reports: "sent", events_pending: "sent" }, $min: { sent_at: at } };
+        const done = (update: UpdateFilter<MessageRecord>) => leaseUpdate<MessageRecord>({ kind: "complete" }, update);
         return {
-          first: { updateOne: { filter: { ...unreported, status: "accepted" as const }, update: { $set: { status: "sent" as const, ...outcome, updated_at: now }, ...record } } },
+          first: { updateOne: { filter: { ...unreported, status: "accepted" as const }, update: done({ $set: { status: "sent" as const, ...outcome, updated_at: now }, ...record }) } },
           rest: [
-            { updateOne: { filter: unreported, update: { $set: { ...outcome, updated_at: now }, ...record } } },
-            { updateOne: { filter: { _id: messageId, "dispatch.state": { $ne: "done" as const } }, update: { $set: outcome } } },
+            { updateOne: { filter: unreported, update: done({ $set: { ...outcome, updated_at: now }, ...record }) } },
+            { updateOne: { filter: { _id: messageId, "dispatch.state": { $ne: "done" as const } }, update: done({ $set: outcome }) } },
           ],
         };
       }),
@@ -402,8 +440,8 @@ export function createInbound(deps: {
     });
   }, 200);
 
-  /** Records an inbound message (once, under the id kept on its report row) and fires message.received. */
-  async function applyInbound(row: ReportRecord): Promise<void> {
+  /** Records an inbound message (once, under the id kept on its report row) and fires message.received; `lease` holds the row. */
+  async function applyInbound(row: ReportRecord, lease: string): Promise<void> {
     const inbound = row.inbound;
     if (!inbound) return;
     const original = inbound.replyToNetworkMessageId
@@ -413,11 +451,10 @@ export function createInbound(deps: {
     const workspaceId = original?.workspace_id ?? sender?.workspace_id;
     if (!workspaceId) {
       logger.warn({ networkMessageId: row.network_message_id, to: inbound.to }, "inbound message for no known sender: kept, not attributed");
-      await reports.updateOne({ _id: row._id }, { $set: { applied_at: clock.now() } });
-      return;
+      return markApplied(row, lease);
     }
     const messageId = row.message_id ?? newId("msg");
-    if (!row.message_id) await reports.updateOne({ _id: row._id }, { $set: { message_id: messageId } });
+    if (!row.message_id) await reports.updateOne({ _id: row._id, ...heldBy(lease) }, { $set: { message_id: messageId } });
     const record: MessageRecord = {
       _id: messageId,
       workspace_id: workspaceId,
@@ -449,7 +486,7 @@ export function createInbound(deps: {
     const handler = inboundHandlers.get(inbound.content.type);
     if (handler) await handler(record);
     else await publish(record, { status: "received", occurred_at: row.occurred_at, error: null, network_message_id: row.network_message_id, dedupe: `report:${row._id}` });
-    await reports.updateOne({ _id: row._id }, { $set: { applied_at: clock.now() } });
+    await markApplied(row, lease);
   }
 
   return {
@@ -461,6 +498,7 @@ export function createInbound(deps: {
       const now = clock.now();
       if (report.kind === "message") {
         const { kind: _kind, occurredAt, ...inbound } = report;
+        const held = queue.held(now);
         const row: ReportRecord = {
           _id: `${report.networkMessageId}:received`,
           message_id: null,
@@ -471,10 +509,10 @@ export function createInbound(deps: {
           error: null,
           inbound,
           applied_at: null,
-          claimed_at: now,
+          ...held.fields,
           duplicates: 0,
         };
-        if (await store(row)) await applyInbound(row);
+        if (await store(row)) await applyInbound(row, held.lease);
         return;
       }
       if (report.messageId && applied.has(`${report.messageId}:${report.status}`)) return countRepeat(report.messageId);
@@ -487,7 +525,7 @@ export function createInbound(deps: {
       if (message && changed) return afterStatus(message, report.status, report.occurredAt, error);
       // A duplicate: counted on the message, nothing else changes.
       if (message) return countRepeat(message._id);
-      // Not ours yet (the network may report before dispatch recorded its id): kept and applied by the sweep.
+      // Not ours yet (the network may report before dispatch recorded its id): kept, and applied from the queue later.
       await store({
         _id: `${report.networkMessageId || report.messageId}:${report.status}`,
         message_id: report.messageId ?? null,
@@ -498,9 +536,10 @@ export function createInbound(deps: {
         error: report.error ?? null,
         inbound: null,
         applied_at: null,
-        claimed_at: null,
+        ...waiting(new Date(now.getTime() + deps.claimTimeoutMs)),
         duplicates: 0,
       });
+      queue.wakeAt(new Date(now.getTime() + deps.claimTimeoutMs));
     },
     refund,
     async dispatched(message, networkMessageId, at) {
@@ -514,23 +553,6 @@ export function createInbound(deps: {
     async recover(olderThanMs) {
       const cutoff = new Date(clock.now().getTime() - olderThanMs);
       let done = 0;
-      // Reports about messages that are not ours stay unmatched; they are retried for a day.
-      const dayAgo = new Date(clock.now().getTime() - 86_400_000);
-      const waiting = await reports.find({ applied_at: null, received_at: { $lt: cutoff, $gt: dayAgo } }).sort({ received_at: 1 }).limit(1000).toArray();
-      for (const row of waiting) {
-        if (!(await claim(row._id))) continue;
-        if (row.status === "received") {
-          await applyInbound(row);
-          done++;
-          continue;
-        }
-        const match = row.message_id ? { _id: row.message_id } : { wa_message_id: row.network_message_id };
-        const applied = (await applyStatus(match, row.status as StatusReport["status"], row.occurred_at, row.error)) ?? (await col.findOne({ ...match, direction: "outbound" }));
-        if (applied) {
-          await reports.updateOne({ _id: row._id }, { $set: { applied_at: clock.now(), message_id: applied._id } });
-          done++;
-        }
-      }
       // Status changes whose event a stopped process did not record: fire it now (its id makes a repeat harmless).
       const unpublished = await col.find({ ...EVENTS_PENDING, updated_at: { $lt: cutoff } }).limit(1000).toArray();
       for (const message of unpublished) {
@@ -547,7 +569,13 @@ export function createInbound(deps: {
       }
       return done;
     },
+    start() {
+      queue.start();
+      queue.poke();
+    },
+    drain: () => queue.drain(),
     async close() {
+      await queue.stop();
       await followUps.flush();
     },
     async ensureIndexes() {
@@ -555,7 +583,12 @@ export function createInbound(deps: {
       await col.createIndex({ updated_at: 1 }, { name: "events_pending_by_update", partialFilterExpression: EVENTS_PENDING });
       await dropIndexIfPresent(col, "events_pending_1_updated_at_1"); // an earlier release's, of every message
       await reports.createIndex({ network_message_id: 1, applied_at: 1 });
-      await reports.createIndex({ applied_at: 1, received_at: 1 });
+      await queue.ensureIndex();
+      // Reports of earlier releases not applied, found by that release's index: queued, due now; then the index dropped.
+      if (await reports.indexExists("applied_at_1_received_at_1").catch(() => false)) {
+        await reports.updateMany({ applied_at: null, due_at: { $exists: false } }, { $set: waiting(clock.now()), $unset: { claimed_at: "" } });
+        await dropIndexIfPresent(reports, "applied_at_1_received_at_1");
+      }
     },
   };
 }

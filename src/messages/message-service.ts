@@ -32,8 +32,8 @@ export interface MessageServiceDeps {
   priceCredits: number;
   /** Whether senders need a WhatsApp phone number ID (NETWORK=whatsapp). */
   requirePhoneNumberId: boolean;
-  /** Dispatch: the state a new message starts with (leased to this process), and the start of its dispatch. */
-  dispatcher: Pick<Dispatcher, "initialState" | "dispatch">;
+  /** Dispatch: the fields a new message starts with (held by this process), and the start of its dispatch. */
+  dispatcher: Pick<Dispatcher, "newDispatch" | "dispatch">;
   /** Counts accepted sends (msgsvc_messages_accepted_total). */
   metrics: Pick<Metrics, "messagesAccepted">;
 }
@@ -147,6 +147,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         }
         const flowToken = template.flow_id ? givenToken || randomUUID() : null;
         const now = clock.now();
+        const { fields: dispatch, lease } = deps.dispatcher.newDispatch(now);
         const record: MessageRecord = {
           _id: messageId,
           workspace_id: workspaceId,
@@ -172,7 +173,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
             flow: template.flow_id && flowToken ? { flow_id: template.flow_id, token: flowToken } : null,
             text: renderBody(template.body, variables),
           },
-          dispatch: deps.dispatcher.initialState(now),
+          ...dispatch,
         };
         try {
           await messages.insert(record);
@@ -182,7 +183,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         }
         // Batched with other sends; not awaited: a crash before it is written is completed by the sweep.
         reservation.settle().catch((err: unknown) => deps.logger.warn({ err, messageId }, "ledger entry not written yet; the sweep completes it"));
-        deps.dispatcher.dispatch(record);
+        deps.dispatcher.dispatch(record, lease);
         deps.metrics.messagesAccepted.inc();
         return { message: messageToProto(record) };
       } catch (err) {

@@ -1,4 +1,5 @@
 import type { Collection, Db, Filter } from "mongodb";
+import { heldBy, LeasedQueue, leaseUpdate, type LeasedQueueOptions, type Queued } from "../jobs/leased-queue.js";
 import type { InboundContent, NetworkErrorInfo } from "../network/network.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
 import { groupInserts } from "../store/insert-each.js";
@@ -25,36 +26,34 @@ export interface SendSnapshot {
  * The states the sweeps look for, each the filter of a partial index and a
  * part of the sweep's query as written (MongoDB uses a partial index for the
  * queries that imply its filter; the embedded database, for those that hold
- * it as written).
+ * it as written). Dispatch is a leased queue (due_at), not a sweep.
  */
-/** Waiting for dispatch (its lease may have run out: src/messages/dispatch.ts). */
-export const DISPATCH_PENDING = { "dispatch.state": "pending" } as const;
-/** The network is being called (a claim that stays too long was interrupted). */
-export const DISPATCH_CLAIMED = { "dispatch.state": "claimed" } as const;
-/** The network's answer is recorded on the message, its status not yet applied. */
-export const DISPATCH_UNAPPLIED = { status: "accepted", "dispatch.state": "done" } as const;
+/** Filters of the partial indexes of dispatch in earlier releases (their records are moved to the queue at start-up). */
+const EARLIER_DISPATCH_INDEXES = {
+  dispatch_pending_by_lease: { "dispatch.state": "pending" },
+  dispatch_claimed_by_claim: { "dispatch.state": "claimed" },
+  dispatch_unapplied_by_claim: { status: "accepted", "dispatch.state": "done" },
+} as const;
 /** A status change marked until its event is stored: `events_pending` has an element (src/messages/inbound.ts). */
 export const EVENTS_PENDING = { "events_pending.0": { $exists: true } } as const;
 /** Failed, its credits not yet given back (src/messages/inbound.ts). */
 export const REFUND_DUE = { refund_state: "due" } as const;
 
 /**
- * Dispatch state of an outbound message (the outbox): "pending" until a job
- * claims it, "claimed" while the network is called, "done" once the network
- * answered (accepted or refused for good).
+ * Dispatch state of an outbound message (the outbox): "pending" until a
+ * process calls the network, "claimed" while it does, "done" once the
+ * network answered (accepted or refused for good). The message is queued
+ * (its lease fields, src/jobs/leased-queue.ts) from acceptance until its
+ * answer is applied.
  */
 export interface DispatchState {
   state: "pending" | "claimed" | "done";
   attempts: number;
-  next_attempt_at: Date;
-  /** The process that dispatches it (src/messages/dispatch.ts); another takes it over once lease_until has passed. */
-  owner: string;
-  lease_until: Date;
   claimed_at: Date | null;
   last_error: NetworkErrorInfo | null;
 }
-/** A message as stored in `messages`: outbound (sent by an API key) or inbound (a reply). */
-export interface MessageRecord {
+/** A message as stored in `messages`: outbound (sent by an API key) or inbound (a reply); queued (Queued) while its dispatch is under way. */
+export interface MessageRecord extends Queued {
   /** Shape msg_<uuid>. */
   _id: string;
   workspace_id: string;
@@ -116,6 +115,16 @@ export interface MessageStore {
   listForKey(apiKeyId: string, filter: { status?: StoredStatus; to?: string }, page: PageRequest): Promise<Page<MessageRecord>>;
   /** Messages matching `filter` (the console's message log), newest first. */
   list(filter: Filter<MessageRecord>, page: PageRequest): Promise<Page<MessageRecord>>;
+  /** The queue of outbound messages under dispatch (src/messages/dispatch.ts runs it). */
+  dispatchQueue(options: Omit<LeasedQueueOptions<MessageRecord, undefined>, "collection">): LeasedQueue<MessageRecord>;
+  /** Claims for the network call, many in one bulkWrite: pending → claimed (attempts + 1), each held by its lease until `until`. */
+  markCalling(claims: readonly { id: string; lease: string; now: Date; until: Date }[]): Promise<void>;
+  /** A retryable outage: the message is pending again, released, due at `at`. */
+  scheduleRetry(id: string, lease: string, at: Date, error: NetworkErrorInfo): Promise<void>;
+  /** A failure for good (refused, out of retries, interrupted): dispatch done with `error`; the lease is kept until the failure is applied. */
+  recordDispatchFailure(id: string, lease: string, error: NetworkErrorInfo): Promise<void>;
+  /** Dispatch is over (its outcome applied): out of the queue. */
+  completeDispatch(id: string, lease: string): Promise<void>;
   ensureIndexes(): Promise<void>;
 }
 
@@ -139,17 +148,46 @@ export function createMessageStore(db: Db): MessageStore {
       return listPage(collection, filter, page);
     },
     list: (filter, page) => listPage(collection, filter, page),
+    dispatchQueue: (options) => new LeasedQueue({ ...options, collection }),
+    async markCalling(claims) {
+      await collection.bulkWrite(
+        claims.map(({ id, lease, now, until }) => ({
+          updateOne: {
+            filter: { _id: id, "dispatch.state": "pending", ...heldBy(lease) },
+            update: leaseUpdate<MessageRecord>({ kind: "renew", now, until }, { $set: { "dispatch.state": "claimed", "dispatch.claimed_at": now }, $inc: { "dispatch.attempts": 1 } }),
+          },
+        })),
+        { ordered: false },
+      );
+    },
+    async scheduleRetry(id, lease, at, error) {
+      await collection.updateOne(
+        { _id: id, "dispatch.state": "claimed", ...heldBy(lease) },
+        leaseUpdate<MessageRecord>({ kind: "release", dueAt: at }, { $set: { "dispatch.state": "pending", "dispatch.claimed_at": null, "dispatch.last_error": error } }),
+      );
+    },
+    async recordDispatchFailure(id, lease, error) {
+      await collection.updateOne({ _id: id, ...heldBy(lease) }, { $set: { "dispatch.state": "done", "dispatch.last_error": error } });
+    },
+    async completeDispatch(id, lease) {
+      await collection.updateOne({ _id: id, ...heldBy(lease) }, leaseUpdate<MessageRecord>({ kind: "complete" }));
+    },
     async ensureIndexes() {
       await collection.createIndex({ api_key_id: 1, created_at: -1, _id: -1 });
       await collection.createIndex({ wa_message_id: 1 });
       await collection.createIndex({ workspace_id: 1, direction: 1, created_at: -1, _id: -1 });
-      // The sweep's queries (src/messages/dispatch.ts, recover), each by a partial index of the messages in that
-      // state only, so that neither the indexes nor their upkeep grow with the messages done: leases run out, answers
-      // recorded but not applied, claims too old. Each query holds its index's filter as written.
-      await collection.createIndex({ "dispatch.lease_until": 1 }, { name: "dispatch_pending_by_lease", partialFilterExpression: DISPATCH_PENDING });
-      // (Keys unlike the next index's: earlier MongoDB versions refuse two indexes that differ by their filters only.)
-      await collection.createIndex({ status: 1, "dispatch.claimed_at": 1 }, { name: "dispatch_unapplied_by_claim", partialFilterExpression: DISPATCH_UNAPPLIED });
-      await collection.createIndex({ "dispatch.claimed_at": 1 }, { name: "dispatch_claimed_by_claim", partialFilterExpression: DISPATCH_CLAIMED });
+      // Dispatch's queue: the messages under dispatch only (sparse), so that the index does not grow with the messages done.
+      await collection.createIndex({ due_at: 1 }, { name: "queue_due_at", sparse: true });
+      // Messages of earlier releases under dispatch, found by those releases' partial indexes: queued, due now (a
+      // claimed one as its claim's time says), then the indexes dropped.
+      for (const [name, filter] of Object.entries(EARLIER_DISPATCH_INDEXES)) {
+        if (!(await collection.indexExists(name).catch(() => false))) continue;
+        for (const m of await collection.find({ ...filter, due_at: { $exists: false } }, { projection: { dispatch: 1 } }).toArray()) {
+          const claimedAt = (m.dispatch as { claimed_at?: Date | null } | undefined)?.claimed_at;
+          await collection.updateOne({ _id: m._id }, { $set: { due_at: claimedAt ?? new Date(), lease_owner: null, leased_at: claimedAt ?? null }, $unset: { "dispatch.next_attempt_at": "", "dispatch.owner": "", "dispatch.lease_until": "" } });
+        }
+        await dropIndexIfPresent(collection, name);
+      }
       // Refunds due (src/messages/inbound.ts, recover).
       await collection.createIndex({ failed_at: 1 }, { name: "refund_due_by_failure", partialFilterExpression: REFUND_DUE });
       // Whole-collection indexes of earlier releases, replaced by the partial ones above.

@@ -19,9 +19,13 @@ import { createMessageService } from "./message-service.js";
 import { createMessageLogService } from "./message-log-service.js";
 import { createMessageStatsService } from "./message-stats-service.js";
 import { createMessageStore } from "./message-store.js";
+import { newId } from "../shared/ids.js";
 
 /** Name of the recovery sweep job. */
 export const MESSAGES_SWEEP_JOB = "messages.sweep";
+
+/** The kind of each worker's recurring claim job of the messages' queues (named `messages.claim:<process>`). */
+export const MESSAGES_CLAIM_JOB = "messages.claim";
 
 
 /**
@@ -29,23 +33,28 @@ export const MESSAGES_SWEEP_JOB = "messages.sweep";
  * the messages capability built on their stores: POST/GET /v1/messages with
  * idempotency, durable dispatch to the network chosen by NETWORK, the
  * network's callbacks, reconciliation of reports and the message.* events,
- * the simulator's console service, and the recovery sweep
- * (MESSAGES_SWEEP_INTERVAL_MS, and once when a worker starts): lost dispatch
- * jobs, interrupted claims, unapplied reports, due refunds, half-done credit
- * changes, and Idempotency-Keys older than 24 h. The flows capability (forms,
+ * and the simulator's console service. Two queues (src/jobs/leased-queue.ts)
+ * hold what waits: messages under dispatch and reports not applied yet; each
+ * worker claims them (its own recurring job MESSAGES_CLAIM_JOB, every
+ * QUEUE_CLAIM_INTERVAL_MS, and wake-ups), which also takes over what a
+ * stopped process left. The recovery sweep (MESSAGES_SWEEP_INTERVAL_MS, and
+ * once when a worker starts) completes the follow-ups: events whose status
+ * change was stored, due refunds, half-done credit changes, and
+ * Idempotency-Keys older than 24 h. The flows capability (forms,
  * src/flows/) comes last: it is built on the message store, the inbound path
  * and the network.
  */
 export function createMessagingCapabilities(platform: Platform): Capability[] {
   const { db, clock, logger, config, events, credits } = platform;
+  const owner = newId();
   const senders = createSenderStore(db, clock);
   const templates = createTemplateStore(db, clock);
   const messages = createMessageStore(db);
   const idempotency = createIdempotencyStore(db, clock);
-  const inbound = createInbound({ db, messages, senders, credits, events, clock, logger, claimTimeoutMs: config.recoveryAgeMs });
+  const inbound = createInbound({ db, messages, senders, credits, events, clock, logger, claimTimeoutMs: config.recoveryAgeMs, owner, claimIntervalMs: config.queueClaimIntervalMs });
   const { network, simulator } = createNetwork(platform, (report) => inbound.handle(report));
   const dispatcher = createDispatcher({
-    messages: messages.collection,
+    messages,
     network,
     inbound,
     clock,
@@ -55,19 +64,20 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
       retryBaseMs: config.dispatchRetryBaseMs,
       retryMaxMs: config.dispatchRetryMaxMs,
       claimTimeoutMs: config.dispatchClaimTimeoutMs,
+      claimIntervalMs: config.queueClaimIntervalMs,
     },
     metrics: platform.metrics,
   });
   const sweep = async () => {
-    const rescheduled = await dispatcher.recover();
-    const reports = await inbound.recover(config.recoveryAgeMs);
+    const followUps = await inbound.recover(config.recoveryAgeMs);
     const creditOps = await credits.recover(config.recoveryAgeMs, messages.exists);
     const idempotencyKeys = await idempotency.prune();
-    if (rescheduled + reports + creditOps + idempotencyKeys > 0) {
-      logger.info({ rescheduled, reports, creditOps, idempotencyKeys }, "messages sweep: recovered work");
+    if (followUps + creditOps + idempotencyKeys > 0) {
+      logger.info({ followUps, creditOps, idempotencyKeys }, "messages sweep: recovered work");
     }
   };
   const isWorker = config.role !== "api";
+  let removeClaimJob: (() => Promise<void>) | undefined;
 
   const messagesCapability: Capability = {
     name: "messages",
@@ -101,9 +111,16 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
       for (const store of [messages, idempotency, inbound]) await store.ensureIndexes();
     },
     async start() {
-      if (isWorker) await sweep().catch((err: unknown) => logger.error({ err }, "messages sweep at start failed"));
+      if (!isWorker) return;
+      await sweep().catch((err: unknown) => logger.error({ err }, "messages sweep at start failed"));
+      removeClaimJob = await platform.scheduler.everyInThisProcess(MESSAGES_CLAIM_JOB, owner, config.queueClaimIntervalMs, async () => {
+        await Promise.all([dispatcher.drain(), inbound.drain()]);
+      });
+      dispatcher.start();
+      inbound.start();
     },
     async stop() {
+      await removeClaimJob?.().catch((err: unknown) => logger.warn({ err }, "removing this process's messages claim job failed"));
       await dispatcher.stop();
       await inbound.close();
       await network.stop?.();
