@@ -1,3 +1,4 @@
+import type { StoredEvent } from "../src/events/event-bus.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import http from "node:http";
@@ -138,7 +139,7 @@ describe("msgsvc messages", () => {
 
   it("by the id alone, a console user reads only the messages and events of workspaces it has a role in", async () => {
     const id = await send("4915100001236");
-    const eventId = await eventually(async () => (await t.service.events.collection.findOne({ "data.message_id": id }))?._id);
+    const eventId = await eventually(async () => (await t.service.db.collection<StoredEvent>("events").findOne({ "data.message_id": id }))?._id);
     const other = await t.createWorkspace("CLI outsider's workspace");
     const password = "a-good-password-123";
     const users = t.console(ConsoleUserService);

@@ -1,3 +1,4 @@
+import type { StoredEvent } from "../src/events/event-bus.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uuidFromName } from "../src/shared/ids.js";
 import { deliveryId } from "../src/webhooks/delivery-store.js";
@@ -22,7 +23,7 @@ describe("event publication (spec §Webhook event envelope)", () => {
       created_at: event.created_at.toISOString(),
       data: { message_id: "msg_1", error: null },
     });
-    const stored = await t.service.events.collection.findOne({ _id: event._id });
+    const stored = await t.service.db.collection<StoredEvent>("events").findOne({ _id: event._id });
     expect(stored?.body).toBe(event.body);
   });
 
@@ -31,7 +32,7 @@ describe("event publication (spec §Webhook event envelope)", () => {
     const again = await t.service.events.publish({ workspaceId, type: "message.delivered", data: { n: 2 }, dedupeKey: "report:wamid.X:delivered" });
     expect(again._id).toBe(first._id);
     expect(again.body).toBe(first.body);
-    expect(await t.service.events.collection.countDocuments({ _id: first._id })).toBe(1);
+    expect(await t.service.db.collection<StoredEvent>("events").countDocuments({ _id: first._id })).toBe(1);
     const other = await t.service.events.publish({ workspaceId, type: "message.read", data: {}, dedupeKey: "report:wamid.X:read" });
     expect(other._id).not.toBe(first._id);
   });

@@ -1,3 +1,4 @@
+import type { StoredEvent } from "../src/events/event-bus.js";
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { Binary, ObjectId } from "mongodb";
@@ -72,7 +73,7 @@ it("a fetch whose process stopped is taken over once its lease lapses, and compl
   expect((await rest(t.publicUrl, "GET", `/v1/flow_responses/${id}`, { key: key.secret })).status).toBe(404); // not ready yet
 
   clock.advance(FETCH_LEASE_MS + 60_000);
-  const event = await eventually(async () => (await t.service.events.collection.findOne({ type: "flow.completed", "data.id": id })) ?? undefined);
+  const event = await eventually(async () => (await t.service.db.collection<StoredEvent>("events").findOne({ type: "flow.completed", "data.id": id })) ?? undefined);
   expect(JSON.parse(event.body).data.files[0]).toMatchObject({ size_bytes: bytes.length, sha256: createHash("sha256").update(bytes).digest("hex"), error: null });
   expect(await t.service.db.collection("flow_files.chunks").countDocuments({ files_id: broken })).toBe(0);
   const file = await fetch(`${t.publicUrl}/v1/flow_responses/${id}/files/0`, { headers: { authorization: `Bearer ${key.secret}` } });

@@ -1,3 +1,4 @@
+import type { StoredEvent } from "../src/events/event-bus.js";
 import { createCipheriv, createHash, createHmac, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rest } from "./helpers/clients.js";
@@ -110,7 +111,7 @@ function callback(payload: unknown) {
 /** Waits for flow.completed of the submission with network id `wamid` and returns its data. */
 async function completedFor(wamid: string) {
   const submission = await eventually(async () => (await t.service.db.collection("messages").findOne({ wa_message_id: wamid, direction: "inbound" })) ?? undefined);
-  const event = await eventually(async () => (await t.service.events.collection.findOne({ type: "flow.completed", "data.message_id": submission._id })) ?? undefined);
+  const event = await eventually(async () => (await t.service.db.collection<StoredEvent>("events").findOne({ type: "flow.completed", "data.message_id": submission._id })) ?? undefined);
   return JSON.parse(event.body).data;
 }
 

@@ -1,3 +1,4 @@
+import type { StoredEvent } from "../src/events/event-bus.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -53,7 +54,7 @@ beforeAll(async () => {
   const medium = await upload(formMessageId, Buffer.from("jpeg bytes"));
   flowResponseId = (await t.console(SimulatorService).simulateFlowResponse({ messageId: formMessageId, response: { a: 1 }, files: [{ field: "photo", mediaId: medium.mediaId }] }))
     .flowResponseId;
-  await eventually(async () => (await t.service.events.collection.findOne({ type: "flow.completed", "data.id": flowResponseId })) ?? undefined);
+  await eventually(async () => (await t.service.db.collection<StoredEvent>("events").findOne({ type: "flow.completed", "data.id": flowResponseId })) ?? undefined);
 });
 afterAll(() => t.close());
 

@@ -1,3 +1,4 @@
+import type { StoredEvent } from "../src/events/event-bus.js";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -80,7 +81,7 @@ async function sendForm(to: string, flowToken?: string): Promise<string> {
 }
 
 /** Waits for the flow.completed event of flow response `id`. */
-const completed = (id: string) => eventually(async () => (await t.service.events.collection.findOne({ type: "flow.completed", "data.id": id })) ?? undefined);
+const completed = (id: string) => eventually(async () => (await t.service.db.collection<StoredEvent>("events").findOne({ type: "flow.completed", "data.id": id })) ?? undefined);
 
 describe("a simulated submission with two files", () => {
   let messageId: string;
@@ -144,7 +145,7 @@ describe("a simulated submission with two files", () => {
 
   it("fires no message.received for the submission", async () => {
     const data = JSON.parse(event.body).data;
-    expect(await t.service.events.collection.countDocuments({ type: "message.received", "data.message_id": data.message_id })).toBe(0);
+    expect(await t.service.db.collection<StoredEvent>("events").countDocuments({ type: "message.received", "data.message_id": data.message_id })).toBe(0);
   });
 
   it("lists and gets the response over REST like the event's data", async () => {

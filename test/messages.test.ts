@@ -1,3 +1,4 @@
+import type { StoredEvent } from "../src/events/event-bus.js";
 import { randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -29,7 +30,7 @@ const send = (to: string, variables: Record<string, string> = { name: "Ada", cod
   rest(t.publicUrl, "POST", "/v1/messages", { key: secret, body: { to, sender: senderId, template: { id: templateId, variables } }, headers });
 const get = (id: string, secret = key.secret) => rest(t.publicUrl, "GET", `/v1/messages/${id}`, { key: secret });
 const balance = async () => Number((await t.console(WorkspaceService).getWorkspace({ id: workspaceId })).workspace!.creditBalance);
-const eventsOf = (messageId: string) => t.service.events.collection.find({ "data.message_id": messageId }).sort({ "data.occurred_at": 1 }).toArray();
+const eventsOf = (messageId: string) => t.service.db.collection<StoredEvent>("events").find({ "data.message_id": messageId }).sort({ "data.occurred_at": 1 }).toArray();
 /** Waits (polling the database, not spending the key's rate budget) until the message has `status`, then reads it over REST. */
 const reach = async (id: string, status: string) => {
   await eventually(async () => ((await t.service.db.collection("messages").findOne({ _id: id as never, status })) ? true : undefined));

@@ -1,3 +1,4 @@
+import type { StoredEvent } from "../src/events/event-bus.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CreditService } from "../gen/messaging/console/v1/credits_pb.js";
 import { clientFor, rest } from "./helpers/clients.js";
@@ -126,7 +127,7 @@ describe("msgsvc senders, templates, credits and simulate", () => {
     const reply = await msgsvc(t, ["simulate", "reply", "--message", id, "--text", "Got it", "--json"]);
     expect(reply.code).toBe(0);
     const { message_id: replyId } = JSON.parse(reply.stdout);
-    expect(await t.service.events.collection.countDocuments({ type: "message.received", "data.message_id": replyId, "data.text": "Got it" })).toBe(1);
+    expect(await t.service.db.collection<StoredEvent>("events").countDocuments({ type: "message.received", "data.message_id": replyId, "data.text": "Got it" })).toBe(1);
 
     const stats = await msgsvc(t, ["workspaces", "stats", ws.id]);
     expect(stats.stdout).toMatch(/^STATUS\s+MESSAGES$/m);

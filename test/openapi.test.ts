@@ -1,3 +1,4 @@
+import type { StoredEvent } from "../src/events/event-bus.js";
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileErrors, validate } from "@readme/openapi-parser";
@@ -143,7 +144,7 @@ describe("real answers match the document", () => {
     expectDocumented(sent, "/v1/messages", "post", "Message");
     // The simulator's ...9992 is delivered and never read.
     const events = await eventually(async () => {
-      const found = await t.service.events.collection.find({ "data.message_id": sent.json.message_id }).toArray();
+      const found = await t.service.db.collection<StoredEvent>("events").find({ "data.message_id": sent.json.message_id }).toArray();
       return found.length === 2 ? found : undefined;
     });
     for (const event of events) expect(checker.expectDocumentedEvent(event.type, JSON.parse(event.body))).toBe("MessageEvent");

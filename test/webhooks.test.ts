@@ -1,3 +1,4 @@
+import type { StoredEvent } from "../src/events/event-bus.js";
 import { createHash, createHmac } from "node:crypto";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { MongoClient } from "mongodb";
@@ -392,7 +393,7 @@ describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
     const now = new Date();
     const eventId = crypto.randomUUID(); // a version 4, as events had before ids became version 7
     const body = JSON.stringify({ id: eventId, type: "message.delivered", created_at: now.toISOString(), data: {} });
-    await t.service.db.collection("events").insertOne({ _id: eventId as never, workspace_id: ws, type: "message.delivered", created_at: now, data: {}, body });
+    await t.service.db.collection<StoredEvent>("events").insertOne({ _id: eventId as never, workspace_id: ws, type: "message.delivered", created_at: now, data: {}, body });
     const hex = createHash("sha256").update(`${eventId}/${ep.id}`).digest("hex");
     const formerId = `dlv_${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
     await t.service.db.collection("webhook_deliveries").insertOne({
@@ -426,7 +427,7 @@ describe("signed deliveries (spec §Outbound, §Webhook signature)", () => {
     // the endpoint's creation (moved back a minute).
     const base = Date.now() - 60_000;
     await t.service.db.collection("webhook_endpoints").updateOne({ _id: ep.id as any }, { $set: { created_at: new Date(base - 1000) } });
-    await t.service.db.collection("events").insertMany(
+    await t.service.db.collection<StoredEvent>("events").insertMany(
       Array.from({ length: 10_001 }, (_, i) => ({ _id: crypto.randomUUID(), workspace_id: ws, type: "message.delivered", created_at: new Date(base + i), data: {}, body: "{}" })) as any[],
     );
     const one = await consoleRest("POST", `/console/v1/webhook_endpoints/${ep.id}:recoverDeliveries`, { since: new Date(base - 1).toISOString(), dry_run: true });

@@ -1,3 +1,4 @@
+import type { StoredEvent } from "../src/events/event-bus.js";
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
@@ -79,10 +80,10 @@ const send = (to: string, template = templateId, variables: Record<string, strin
   rest(t.publicUrl, "POST", "/v1/messages", { key: key.secret, body: { to, sender: senderId, template: { id: template, variables } } });
 const stored = (id: string) => t.service.db.collection("messages").findOne({ _id: id as never });
 const until = <T>(f: () => Promise<T | null | undefined | false>) => eventually(async () => (await f()) || undefined);
-const eventsOf = (messageId: string) => t.service.events.collection.find({ "data.message_id": messageId }).toArray();
+const eventsOf = (messageId: string) => t.service.db.collection<StoredEvent>("events").find({ "data.message_id": messageId }).toArray();
 /** Waits until dispatch is complete (message.sent stored), then returns the stored message. */
 const dispatched = (id: string) =>
-  until(async () => (await t.service.events.collection.countDocuments({ type: "message.sent", "data.message_id": id })) > 0 && stored(id));
+  until(async () => (await t.service.db.collection<StoredEvent>("events").countDocuments({ type: "message.sent", "data.message_id": id })) > 0 && stored(id));
 const balance = async () => Number((await t.console(WorkspaceService).getWorkspace({ id: workspaceId })).workspace!.creditBalance);
 
 /** Posts a callback to the service's WhatsApp endpoint, signed as Meta signs it (X-Hub-Signature-256). */
@@ -297,7 +298,7 @@ describe("the callback endpoint", () => {
     };
     expect((await callback(reply)).status).toBe(200);
     expect((await callback(reply)).status).toBe(200); // Meta retries: stored once
-    const events = await t.service.events.collection.find({ type: "message.received", "data.reply_to_message_id": res.json.message_id }).toArray();
+    const events = await t.service.db.collection<StoredEvent>("events").find({ type: "message.received", "data.reply_to_message_id": res.json.message_id }).toArray();
     expect(events).toHaveLength(1);
     expect(events[0]!.data).toMatchObject({
       to: DISPLAY_NUMBER,

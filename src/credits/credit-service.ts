@@ -52,7 +52,7 @@ export function createCreditService(deps: { credits: CreditStore; workspaces: Wo
     async getCreditLedgerEntry(req, context) {
       await requireWorkspace(workspaces, req.workspaceId);
       requireWorkspaceAccess(context, req.workspaceId, "read");
-      const entry = await credits.ledger.findOne({ _id: req.id, workspace_id: req.workspaceId });
+      const entry = await credits.getEntry(req.id, req.workspaceId);
       if (!entry) throw notFound("credit_ledger_entry", req.id);
       return { entry: ledgerEntryToProto(entry) };
     },

@@ -64,7 +64,8 @@ export interface Reservation {
 
 /** Balances and the credit ledger (DESIGN.md §5: single-document atomic updates only). */
 export interface CreditStore {
-  readonly ledger: Collection<LedgerEntry>;
+  /** A ledger entry by id (and, when given, of `workspaceId`), or null. */
+  getEntry(id: string, workspaceId?: string): Promise<LedgerEntry | null>;
   /**
    * Reserves `amount` credits for message `messageId` with one conditional
    * update of the balance (it never goes below 0), which records the spend
@@ -355,7 +356,7 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
   }
 
   return {
-    ledger,
+    getEntry: (id, workspaceId) => ledger.findOne({ _id: id, ...(workspaceId ? { workspace_id: workspaceId } : {}) }),
     reserve(workspaceId, messageId, amount) {
       const opId = `spend:${messageId}`;
       return spends.add({ workspaceId, opId, op: { kind: "spend", amount: -amount, message_id: messageId, note: null, at: clock.now() } });

@@ -1,4 +1,4 @@
-import type { Collection, Db } from "mongodb";
+import type { Db } from "mongodb";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Clock } from "../shared/clock.js";
 import { newId, time48Of, uuidFromName, uuidFromTimeAndName } from "../shared/ids.js";
@@ -76,7 +76,6 @@ export type EventOutbox = (event: StoredEvent) => Promise<(() => void) | null>;
 
 /** Publication of webhook events: the work they need stored first (outboxes), then the event, then that work started. */
 export interface EventBus {
-  readonly collection: Collection<StoredEvent>;
   /**
    * Runs the outboxes, then stores the event (the durable record: nothing
    * accepted is lost), then runs what the outboxes returned. With a
@@ -88,6 +87,20 @@ export interface EventBus {
   publish(event: NewEvent): Promise<StoredEvent>;
   /** Adds an outbox, run for every event published by this process. */
   onPublish(outbox: EventOutbox): void;
+  /** An event by id (and, when given, of `workspaceId`), or null. */
+  get(id: string, workspaceId?: string): Promise<StoredEvent | null>;
+  /** The stored envelopes of events `ids`, by event id (the bytes webhook attempts send and sign). */
+  bodies(ids: readonly string[]): Promise<Map<string, string>>;
+  /** Events about message `messageId`: its status events and the replies to it (at most `limit` each), oldest first. */
+  aboutMessage(messageId: string, limit: number): Promise<StoredEvent[]>;
+  /**
+   * The workspace's events created in [since, until) of `types`, test events
+   * left out, oldest first, at most `limit` (id, workspace, type and time
+   * only: webhook recovery).
+   */
+  findCreated(workspaceId: string, since: Date, until: Date, types: readonly string[], limit: number): Promise<Pick<StoredEvent, "_id" | "workspace_id" | "type" | "created_at">[]>;
+  /** Stores a test event as it is (no outbox runs: its one delivery is stored by the caller). */
+  insertTest(event: StoredEvent & { test: true }): Promise<void>;
   ensureIndexes(): Promise<void>;
 }
 
@@ -101,7 +114,6 @@ export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
   const outboxes: EventOutbox[] = [];
   const inserts = groupInserts(collection);
   return {
-    collection,
     async publish({ workspaceId, type, data, dedupeKey, dedupeAt }) {
       const createdAt = clock.now();
       const name = `${workspaceId}:${dedupeKey}`;
@@ -127,6 +139,28 @@ export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
     },
     onPublish(outbox) {
       outboxes.push(outbox);
+    },
+    get: (id, workspaceId) => collection.findOne({ _id: id, ...(workspaceId ? { workspace_id: workspaceId } : {}) }),
+    async bodies(ids) {
+      const found = await collection.find({ _id: { $in: [...ids] } }, { projection: { body: 1 }, batchSize: ids.length }).toArray();
+      return new Map(found.map((e) => [e._id, e.body]));
+    },
+    async aboutMessage(messageId, limit) {
+      // One query per index (each filter is exactly an index's keys, which every server plans by that index).
+      const [own, replies] = await Promise.all(
+        ["data.message_id", "data.reply_to_message_id"].map((field) => collection.find({ [field]: messageId }).limit(limit).toArray()),
+      );
+      return [...own!, ...replies!].sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || a._id.localeCompare(b._id));
+    },
+    findCreated: (workspaceId, since, until, types, limit) =>
+      collection
+        .find(
+          { workspace_id: workspaceId, created_at: { $gte: since, $lt: until }, type: { $in: [...types] }, test: { $ne: true } },
+          { projection: { _id: 1, workspace_id: 1, type: 1, created_at: 1 }, sort: { created_at: 1, _id: 1 }, limit },
+        )
+        .toArray(),
+    async insertTest(event) {
+      await collection.insertOne(event);
     },
     async ensureIndexes() {
       await collection.createIndex({ workspace_id: 1, created_at: -1 });

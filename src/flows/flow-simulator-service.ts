@@ -28,7 +28,7 @@ export function createFlowSimulatorService(deps: {
 
   /** The outbound message `id` for a write by the caller, with the simulator. */
   async function formMessage(id: string, context: Parameters<typeof requireWorkspaceAccess>[0]): Promise<{ message: MessageRecord; simulator: Simulator }> {
-    const message = await messages.collection.findOne({ _id: id, direction: "outbound" });
+    const message = await messages.findOutbound({ _id: id });
     if (!message) throw notFound("message", id);
     requireWorkspaceAccess(context, message.workspace_id, "write");
     if (!simulator) throw apiError("invalid_argument", "Forms can only be simulated with NETWORK=simulator", { field: "message_id", rule: "needs the simulator" });
@@ -101,8 +101,8 @@ export function createFlowSimulatorService(deps: {
         { networkMessageId: message.wa_message_id, recipient: message.to, senderPhoneNumber: message.from },
         JSON.stringify(json),
       );
-      const submission = await messages.collection.findOne({ wa_message_id: networkId, direction: "inbound" });
-      const recorded = submission ? await responses.collection.findOne({ message_id: submission._id }) : null;
+      const submission = await messages.findInbound(networkId);
+      const recorded = submission ? await responses.findByMessage(submission._id) : null;
       if (!submission || !recorded) throw apiError("internal", "The simulated submission was not recorded");
       return { messageId: submission._id, waMessageId: networkId, flowResponseId: recorded._id };
     },

@@ -55,7 +55,7 @@ export function createFlowsCapability(
       retryBaseMs: config.flowFileFetchRetryBaseMs,
     },
   });
-  deps.inbound.onInbound("flow_response", createFlowIntake({ responses, messages: deps.messages.collection, fetcher, clock }));
+  deps.inbound.onInbound("flow_response", createFlowIntake({ responses, messages: deps.messages, fetcher, clock }));
   const sweep = async () => {
     const media = (await deps.simulator?.media.prune()) ?? 0;
     if (media > 0) logger.info({ media }, "flows sweep: simulated media deleted");
@@ -69,7 +69,6 @@ export function createFlowsCapability(
     schedules: [{ job: FLOWS_SWEEP_JOB, everyMs: config.messagesSweepIntervalMs }],
     async ensureIndexes() {
       await responses.ensureIndexes();
-      await deps.messages.collection.createIndex({ flow_token: 1, to: 1 });
     },
     async start() {
       if (config.role === "api") return;

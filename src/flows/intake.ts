@@ -1,5 +1,4 @@
-import type { Collection } from "mongodb";
-import type { MessageRecord } from "../messages/message-store.js";
+import type { MessageRecord, MessageStore } from "../messages/message-store.js";
 import type { Clock } from "../shared/clock.js";
 import { isDuplicateKeyError } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
@@ -24,19 +23,12 @@ export interface Trace {
  * the answered message when it carried a form (so template and flow are
  * known even when a flow endpoint replaced the token).
  */
-export async function traceSubmission(messages: Collection<MessageRecord>, inbound: MessageRecord, flowToken: string): Promise<Trace> {
-  const candidates =
-    flowToken === ""
-      ? []
-      : await messages
-          .find({ workspace_id: inbound.workspace_id, direction: "outbound", flow_token: flowToken, to: inbound.from })
-          .sort({ created_at: -1 })
-          .limit(50)
-          .toArray();
+export async function traceSubmission(messages: MessageStore, inbound: MessageRecord, flowToken: string): Promise<Trace> {
+  const candidates = flowToken === "" ? [] : await messages.findFormMessages(inbound.workspace_id, inbound.from, flowToken);
   const source = candidates.find((m) => m._id === inbound.reply_to_message_id) ?? candidates[0] ?? null;
   if (source) return { source, form: source };
   const answered = inbound.reply_to_message_id
-    ? await messages.findOne({ _id: inbound.reply_to_message_id, workspace_id: inbound.workspace_id, direction: "outbound" })
+    ? await messages.findOutbound({ _id: inbound.reply_to_message_id }, inbound.workspace_id)
     : null;
   return { source: null, form: answered?.send?.flow ? answered : null };
 }
@@ -52,7 +44,7 @@ export async function traceSubmission(messages: Collection<MessageRecord>, inbou
  */
 export function createFlowIntake(deps: {
   responses: FlowResponseStore;
-  messages: Collection<MessageRecord>;
+  messages: MessageStore;
   fetcher: FileFetcher;
   clock: Clock;
 }): (message: MessageRecord) => Promise<void> {

@@ -1,4 +1,4 @@
-import type { AnyBulkWriteOperation, Collection, Db, Filter, UpdateFilter } from "mongodb";
+import type { Collection, Db } from "mongodb";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { MessageEventDataSchema } from "../../gen/messaging/v1/events_pb.js";
@@ -23,7 +23,7 @@ import { GroupCommit } from "../store/group-commit.js";
 import { heldBy, LeasedQueue, leaseUpdate, waiting, type Queued, type Taken } from "../jobs/leased-queue.js";
 import { dropIndexIfPresent } from "../store/indexes.js";
 import { MergedUpdates } from "../store/merged-updates.js";
-import { EVENTS_PENDING, REFUND_DUE, STATUS_ORDER, type MessageRecord, type MessageStore, type StoredStatus } from "./message-store.js";
+import type { MessageRecord, MessageStore, ReportMatch, StatusWrite } from "./message-store.js";
 
 /**
  * A report as kept in `message_reports`: every distinct report the network
@@ -133,7 +133,6 @@ export function createInbound(deps: {
 }): Inbound {
   const { messages, senders, credits, events, clock, logger } = deps;
   const reports = deps.db.collection<ReportRecord>("message_reports");
-  const col = messages.collection;
   const inboundHandlers = new Map<InboundContent["type"], (message: MessageRecord) => Promise<void>>();
 
   /**
@@ -161,7 +160,7 @@ export function createInbound(deps: {
   async function appliedLater({ record: row, lease }: Taken<ReportRecord>): Promise<void> {
     if (row.status === "received") return applyInbound(row, lease);
     const match = row.message_id ? { _id: row.message_id } : { wa_message_id: row.network_message_id };
-    const applied = (await applyStatus(match, row.status as StatusReport["status"], row.occurred_at, row.error)) ?? (await col.findOne({ ...match, direction: "outbound" }));
+    const applied = (await applyStatus(match, row.status as StatusReport["status"], row.occurred_at, row.error)) ?? (await messages.findOutbound(match));
     if (applied) return markApplied(row, lease, applied._id);
     // Not ours (yet): tried again later, for a day after it arrived; then it stays, unapplied, out of the queue.
     const now = clock.now();
@@ -212,7 +211,7 @@ export function createInbound(deps: {
 
   async function refund(message: Pick<MessageRecord, "_id" | "workspace_id" | "credits">): Promise<void> {
     await credits.refund(message.workspace_id, message._id, message.credits, async () => {
-      await col.updateOne({ _id: message._id, refund_state: "due" }, { $set: { refund_state: "done" } });
+      await messages.markRefunded(message._id);
     });
   }
 
@@ -228,20 +227,7 @@ export function createInbound(deps: {
     delayMs: FOLLOW_UP_DELAY_MS,
     maxBatch: 1000,
     merge: (a, b) => ({ published: [...a.published, ...b.published], duplicates: a.duplicates + b.duplicates }),
-    write: async (entries) => {
-      await col.bulkWrite(
-        entries.map(([messageId, { published, duplicates }]) => ({
-          updateOne: {
-            filter: { _id: messageId },
-            update: {
-              ...(published.length ? { $pull: { events_pending: { $in: published } } } : {}),
-              ...(duplicates ? { $inc: { duplicate_reports: duplicates } } : {}),
-            },
-          },
-        })),
-        { ordered: false },
-      );
-    },
+    write: (entries) => messages.writeFollowUps(entries),
     onError: (err) => logger.warn({ err }, "clearing event marks failed; the sweep fires their events again"),
   });
   /**
@@ -251,46 +237,9 @@ export function createInbound(deps: {
    */
   const applied = new LRUCache<string, true>({ max: 100_000 });
   const countRepeat = (messageId: string) => followUps.add(messageId, { published: [], duplicates: 1 });
-  /**
-   * Writes conditional updates in two ordered bulkWrites: first each item's
-   * `first` update; then, only when some of those matched nothing, every
-   * item's `rest`, in item order. The same as writing each item's updates
-   * one after the other, for the updates here: a `rest` update never changes
-   * what a `first` update matches (the status), and matches nothing once its
-   * own item's `first` did (the status is in `reports`, the outcome written).
-   * In the common case (every message takes the forward step) a message is
-   * looked up once instead of two or three times.
-   */
-  async function writeInTwoPasses(items: { first: AnyBulkWriteOperation<MessageRecord>; rest: AnyBulkWriteOperation<MessageRecord>[] }[]): Promise<void> {
-    const forward = await col.bulkWrite(items.map((i) => i.first), { ordered: true });
-    if (forward.matchedCount < items.length) await col.bulkWrite(items.flatMap((i) => i.rest), { ordered: true });
-  }
-
-  /**
-   * Dispatch's "sent", many messages at once (writeInTwoPasses), three
-   * updates each: forward (accepted → sent), else late (the status is
-   * further on: only the time, the report and its event mark), each with the
-   * dispatch's outcome (network id, done, out of dispatch's queue); and the
-   * outcome alone where neither wrote it ("sent" was reported already). Only
-   * one of the three changes a message.
-   */
+  /** Dispatch's "sent", many messages at once (MessageStore.recordSent). */
   const sentWrites = new GroupCommit<{ messageId: string; networkMessageId: string; at: Date }, void>(async (items) => {
-    const now = clock.now();
-    await writeInTwoPasses(
-      items.map(({ messageId, networkMessageId, at }) => {
-        const outcome = { wa_message_id: networkMessageId, "dispatch.state": "done" as const, "dispatch.last_error": null };
-        const unreported = { _id: messageId, direction: "outbound" as const, reports: { $ne: "sent" } };
-        const record = { $addToSet: { reports: "sent", events_pending: "sent" }, $min: { sent_at: at } };
-        const done = (update: UpdateFilter<MessageRecord>) => leaseUpdate<MessageRecord>({ kind: "complete" }, update);
-        return {
-          first: { updateOne: { filter: { ...unreported, status: "accepted" as const }, update: done({ $set: { status: "sent" as const, ...outcome, updated_at: now }, ...record }) } },
-          rest: [
-            { updateOne: { filter: unreported, update: done({ $set: { ...outcome, updated_at: now }, ...record }) } },
-            { updateOne: { filter: { _id: messageId, "dispatch.state": { $ne: "done" as const } }, update: done({ $set: outcome }) } },
-          ],
-        };
-      }),
-    );
+    await messages.recordSent(items, clock.now());
     return items.map(() => undefined);
   }, 200);
 
@@ -300,76 +249,23 @@ export function createInbound(deps: {
     followUps.add(message._id, { published: [status], duplicates: 0 });
   }
 
-  /** Which message a status report names: ours (echoed by the network) or the network's id. */
-  type ReportMatch = { _id: string } | { wa_message_id: string };
-
-  /**
-   * The two conditional updates that apply a status report to its outbound
-   * message, in this order, never reading it first:
-   *
-   * - forward: the status moves only forward (accepted < sent < delivered <
-   *   read); failed only from accepted or sent, and is final, with the error
-   *   and a refund due;
-   * - late (when forward matched nothing): the status is further on already,
-   *   so only the times, the report and its event mark;
-   * - deduplicated by status: the message keeps the statuses reported
-   *   (`reports`), and a report of one already there matches neither;
-   * - times: each status's time is the earliest reported (`$min`), and a later
-   *   status also dates the earlier ones it implies where they are later or
-   *   missing (a message cannot be read before it was delivered);
-   * - the event: the update adds the status to `events_pending`; the event is
-   *   stored (its id derived from message and status), then the mark is
-   *   cleared with the message's other follow-ups (followUps). A crash in
-   *   between leaves the mark, and the sweep fires the event: a change never
-   *   goes without its event.
-   *
-   * `set` adds fields to both (a report by our id records the network's id).
-   */
-  function statusUpdates(match: ReportMatch, status: StatusReport["status"], at: Date, error: NetworkErrorInfo | null, set: Record<string, unknown>) {
-    const times = status === "failed" ? ["failed"] : STATUS_ORDER.slice(1, STATUS_ORDER.indexOf(status) + 1);
-    const min = Object.fromEntries(times.map((t) => [`${t}_at`, at]));
-    const filter = { ...match, direction: "outbound" as const, reports: { $ne: status } };
-    const record = { $addToSet: { reports: status, events_pending: status } };
-    const earlier = status === "failed" ? ["accepted", "sent"] : STATUS_ORDER.slice(0, STATUS_ORDER.indexOf(status));
-    const forward: Partial<MessageRecord> = status === "failed" ? { status: "failed", error, refund_state: "due" } : { status };
-    const now = clock.now();
-    return {
-      forward: { filter: { ...filter, status: { $in: earlier as StoredStatus[] } }, update: { $set: { ...forward, ...set, updated_at: now }, $min: min, ...record } },
-      late: { filter, update: { $set: { ...set, updated_at: now }, $min: min, ...record } },
-    };
-  }
-
   /** What follows a status change (`updated`: the message after it): its event, and the refund a failure makes due. */
   async function afterStatus(updated: MessageRecord, status: StatusReport["status"], at: Date, error: NetworkErrorInfo | null): Promise<void> {
     await publishStatus(updated, status, at, error);
     if (updated.status === "failed" && updated.refund_state === "due" && status === "failed") await refund(updated);
   }
 
-  // The send snapshot (template parameters and text) is dispatch's alone: not read back here.
-  const withoutSnapshot = { projection: { send: 0 } } as const;
-
   /**
-   * Applies a status report (statusUpdates, as two findOneAndUpdate) and what
+   * Applies a status report (MessageStore.applyStatusReport) and what
    * follows it (the sweep's path). Resolves to the message after the update,
    * or null when the report changed nothing (a duplicate) or no message matched.
    */
   async function applyStatus(match: ReportMatch, status: StatusReport["status"], at: Date, error: NetworkErrorInfo | null): Promise<MessageRecord | null> {
-    const { forward, late } = statusUpdates(match, status, at, error, {});
-    const options = { returnDocument: "after", ...withoutSnapshot } as const;
-    const updated = (await col.findOneAndUpdate(forward.filter, forward.update, options)) ?? (await col.findOneAndUpdate(late.filter, late.update, options));
+    const updated = await messages.applyStatusReport({ match, status, at, error, set: {} }, clock.now());
     if (!updated) return null;
     applied.set(`${updated._id}:${status}`, true); // (a live batch marks its own: liveStatuses)
     await afterStatus(updated, status, at, error);
     return updated;
-  }
-
-  /** A live status report (Inbound.handle) as it waits for its batch. */
-  interface LiveStatus {
-    match: ReportMatch;
-    status: StatusReport["status"];
-    at: Date;
-    error: NetworkErrorInfo | null;
-    set: Record<string, unknown>;
   }
 
   /**
@@ -395,44 +291,10 @@ export function createInbound(deps: {
    * applied: its event is the same event (the id is derived), and only its
    * count as a repeat is lost.
    */
-  const liveStatuses = new GroupCommit<LiveStatus, { message: MessageRecord | null; changed: boolean }>(async (items) => {
-    const updates = items.map(({ match, status, at, error, set }) => statusUpdates(match, status, at, error, set));
-    const forward = await col.bulkWrite(
-      updates.map((u) => ({ updateOne: u.forward })),
-      { ordered: true },
-    );
-    const ours = items.flatMap(({ match }) => ("_id" in match ? [match._id] : []));
-    const theirs = items.flatMap(({ match }) => ("wa_message_id" in match ? [match.wa_message_id] : []));
-    // All at once (batchSize): MongoDB's first batch is otherwise 101 documents, and the rest a getMore.
-    const read = (filter: Filter<MessageRecord>, n: number) => col.find(filter, { ...withoutSnapshot, batchSize: n }).toArray();
-    const found = (
-      await Promise.all([
-        ours.length ? read({ _id: { $in: ours }, direction: "outbound" }, ours.length) : [],
-        theirs.length ? read({ wa_message_id: { $in: theirs }, direction: "outbound" }, theirs.length) : [],
-      ])
-    ).flat();
-    const byId = new Map(found.map((m) => [m._id, m]));
-    const byNetworkId = new Map(found.flatMap((m) => (m.wa_message_id ? [[m.wa_message_id, m] as const] : [])));
-    const messageOf = (match: ReportMatch) => ("_id" in match ? byId.get(match._id) : byNetworkId.get(match.wa_message_id)) ?? null;
-    if (forward.matchedCount < items.length) {
-      const late = items.flatMap((item, i) => {
-        const message = messageOf(item.match);
-        return message && !message.reports?.includes(item.status) ? [{ message, update: updates[i]!.late }] : [];
-      });
-      if (late.length) {
-        await col.bulkWrite(
-          late.map(({ update }) => ({ updateOne: update })),
-          { ordered: true },
-        );
-        const lateIds = [...new Set(late.map(({ message }) => message._id))];
-        for (const message of await read({ _id: { $in: lateIds } }, lateIds.length)) {
-          byId.set(message._id, message);
-          if (message.wa_message_id) byNetworkId.set(message.wa_message_id, message);
-        }
-      }
-    }
-    return items.map(({ match, status }) => {
-      const message = messageOf(match);
+  const liveStatuses = new GroupCommit<StatusWrite, { message: MessageRecord | null; changed: boolean }>(async (items) => {
+    const found = await messages.applyStatusReports(items, clock.now());
+    return items.map(({ status }, i) => {
+      const message = found[i] ?? null;
       const key = `${message?._id}:${status}`;
       const changed = !!message && !applied.has(key) && !!message.reports?.includes(status) && !!message.events_pending?.includes(status);
       if (changed) applied.set(key, true);
@@ -445,7 +307,7 @@ export function createInbound(deps: {
     const inbound = row.inbound;
     if (!inbound) return;
     const original = inbound.replyToNetworkMessageId
-      ? await col.findOne({ wa_message_id: inbound.replyToNetworkMessageId, direction: "outbound" })
+      ? await messages.findOutbound({ wa_message_id: inbound.replyToNetworkMessageId })
       : null;
     const sender = original?.sender_id ? await senders.get(original.sender_id) : await senders.findInboundTarget(inbound.to);
     const workspaceId = original?.workspace_id ?? sender?.workspace_id;
@@ -478,11 +340,7 @@ export function createInbound(deps: {
       content: inbound.content,
       reply_to_message_id: original?._id ?? null,
     };
-    try {
-      await col.insertOne(record);
-    } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err;
-    }
+    await messages.insertInbound(record);
     const handler = inboundHandlers.get(inbound.content.type);
     if (handler) await handler(record);
     else await publish(record, { status: "received", occurred_at: row.occurred_at, error: null, network_message_id: row.network_message_id, dedupe: `report:${row._id}` });
@@ -554,7 +412,7 @@ export function createInbound(deps: {
       const cutoff = new Date(clock.now().getTime() - olderThanMs);
       let done = 0;
       // Status changes whose event a stopped process did not record: fire it now (its id makes a repeat harmless).
-      const unpublished = await col.find({ ...EVENTS_PENDING, updated_at: { $lt: cutoff } }).limit(1000).toArray();
+      const unpublished = await messages.withEventsPending(cutoff);
       for (const message of unpublished) {
         for (const status of message.events_pending ?? []) {
           const at = message[`${status}_at` as "sent_at"] ?? message.updated_at ?? clock.now();
@@ -562,7 +420,7 @@ export function createInbound(deps: {
           done++;
         }
       }
-      const due = await col.find({ ...REFUND_DUE, failed_at: { $lt: cutoff } }).limit(1000).toArray();
+      const due = await messages.withRefundDue(cutoff);
       for (const message of due) {
         await refund(message);
         done++;
@@ -579,9 +437,6 @@ export function createInbound(deps: {
       await followUps.flush();
     },
     async ensureIndexes() {
-      // The messages with an event to store (a partial index: only those), for recover().
-      await col.createIndex({ updated_at: 1 }, { name: "events_pending_by_update", partialFilterExpression: EVENTS_PENDING });
-      await dropIndexIfPresent(col, "events_pending_1_updated_at_1"); // an earlier release's, of every message
       await reports.createIndex({ network_message_id: 1, applied_at: 1 });
       await queue.ensureIndex();
       // Reports of earlier releases not applied, found by that release's index: queued, due now; then the index dropped.

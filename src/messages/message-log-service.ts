@@ -103,22 +103,14 @@ export function createMessageLogService(deps: {
     },
 
     async getMessage(req, context) {
-      const record = await readable(req.workspaceId, context, (workspaceId) =>
-        messages.collection.findOne({ _id: req.id, ...(workspaceId ? { workspace_id: workspaceId } : {}), direction: "outbound" }),
-      );
+      const record = await readable(req.workspaceId, context, (workspaceId) => messages.findOutbound({ _id: req.id }, workspaceId));
       if (!record) throw notFound("message", req.id);
-      // One query per index (each filter is exactly an index's keys, which every server plans by that index).
-      const caused = (field: string) => events.collection.find({ [field]: record._id }).limit(MAX_EVENTS_PER_MESSAGE).toArray();
-      const [charge, refund, own, replies] = await Promise.all([
-        credits.ledger.findOne({ _id: `spend:${record._id}` }),
-        credits.ledger.findOne({ _id: `refund:${record._id}` }),
-        caused("data.message_id"),
-        caused("data.reply_to_message_id"),
+      const [charge, refund, about] = await Promise.all([
+        credits.getEntry(`spend:${record._id}`),
+        credits.getEntry(`refund:${record._id}`),
+        events.aboutMessage(record._id, MAX_EVENTS_PER_MESSAGE),
       ]);
-      const eventsCaused = [...own, ...replies]
-        .filter((event) => event.workspace_id === record.workspace_id)
-        .sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || a._id.localeCompare(b._id))
-        .slice(0, MAX_EVENTS_PER_MESSAGE);
+      const eventsCaused = about.filter((event) => event.workspace_id === record.workspace_id).slice(0, MAX_EVENTS_PER_MESSAGE);
       return {
         message: messageToProto(record),
         apiKeyId: record.api_key_id ?? "",
@@ -130,7 +122,7 @@ export function createMessageLogService(deps: {
     },
 
     async getEvent(req, context) {
-      const event = await readable(req.workspaceId, context, (workspaceId) => events.collection.findOne({ _id: req.id, ...(workspaceId ? { workspace_id: workspaceId } : {}) }));
+      const event = await readable(req.workspaceId, context, (workspaceId) => events.get(req.id, workspaceId));
       if (!event) throw notFound("event", req.id);
       return { event: eventToProto(event) };
     },

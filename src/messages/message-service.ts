@@ -130,7 +130,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
           )
         : undefined;
       if (decision?.kind === "replay") {
-        const original = await messages.collection.findOne({ _id: decision.messageId });
+        const original = await messages.get(decision.messageId);
         if (!original) throw apiError("internal", "The message of this Idempotency-Key is missing");
         requestState(context).setHeader("idempotent-replayed", "true");
         return { message: messageToProto(original) };

@@ -26,12 +26,7 @@ export function createMessageStatsService(deps: {
       await requireWorkspace(workspaces, req.workspaceId);
       requireWorkspaceAccess(context, req.workspaceId, "read");
       const since = req.since ? timestampDate(req.since) : new Date(clock.now().getTime() - 86_400_000);
-      const outbound = { workspace_id: req.workspaceId, direction: "outbound" as const };
-      const [counts, recent, recentReplies] = await Promise.all([
-        Promise.all(STATUSES.map((status) => messages.collection.countDocuments({ ...outbound, status }))),
-        messages.collection.countDocuments({ ...outbound, created_at: { $gte: since } }),
-        messages.collection.countDocuments({ workspace_id: req.workspaceId, direction: "inbound", created_at: { $gte: since } }),
-      ]);
+      const { byStatus: counts, outboundSince: recent, inboundSince: recentReplies } = await messages.countForStats(req.workspaceId, STATUSES, since);
       const byStatus = Object.fromEntries(STATUSES.map((s, i) => [s, counts[i] as number]).filter(([, n]) => (n as number) > 0));
       return {
         byStatus,

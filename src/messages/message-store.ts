@@ -1,6 +1,7 @@
-import type { Collection, Db, Filter } from "mongodb";
+import type { AnyBulkWriteOperation, Db, Filter, UpdateFilter } from "mongodb";
 import { heldBy, LeasedQueue, leaseUpdate, type LeasedQueueOptions, type Queued } from "../jobs/leased-queue.js";
-import type { InboundContent, NetworkErrorInfo } from "../network/network.js";
+import type { InboundContent, NetworkErrorInfo, StatusReport } from "../network/network.js";
+import { isDuplicateKeyError } from "../shared/errors.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
 import { groupInserts } from "../store/insert-each.js";
 import { dropIndexIfPresent } from "../store/indexes.js";
@@ -96,9 +97,28 @@ export interface MessageRecord extends Queued {
   reply_to_message_id?: string | null;
 }
 
-/** Access to the `messages` collection. */
+/** Which message a status report names: ours (echoed by the network) or the network's id. */
+export type ReportMatch = { _id: string } | { wa_message_id: string };
+
+/** A status report to apply to its outbound message (MessageStore.applyStatusReports). */
+export interface StatusWrite {
+  match: ReportMatch;
+  status: StatusReport["status"];
+  /** When it happened (network side). */
+  at: Date;
+  error: NetworkErrorInfo | null;
+  /** Fields set along (a report by our id records the network's id). */
+  set: Record<string, unknown>;
+}
+
+/** A message's follow-ups to write (MessageStore.writeFollowUps): event marks to clear, repeated reports to count. */
+export interface FollowUp {
+  published: string[];
+  duplicates: number;
+}
+
+/** The `messages` collection: every read and write of it goes through these operations. */
 export interface MessageStore {
-  readonly collection: Collection<MessageRecord>;
   /**
    * Stores a new message. Messages stored at about the same time share one
    * insertMany (group commit: whatever accumulated during the previous write),
@@ -109,6 +129,46 @@ export interface MessageStore {
   insert(record: MessageRecord): Promise<void>;
   /** Whether a message with `id` exists. */
   exists(id: string): Promise<boolean>;
+  /** A message by id, or null. */
+  get(id: string): Promise<MessageRecord | null>;
+  /** An outbound message by our id or the network's (and, when given, of `workspaceId`), or null. */
+  findOutbound(match: ReportMatch, workspaceId?: string): Promise<MessageRecord | null>;
+  /** The inbound message the network numbered `networkMessageId`, or null. */
+  findInbound(networkMessageId: string): Promise<MessageRecord | null>;
+  /** The workspace's outbound messages to `to` that carried flow token `flowToken`, newest first, at most 50 (forms' tracing). */
+  findFormMessages(workspaceId: string, to: string, flowToken: string): Promise<MessageRecord[]>;
+  /** The console's counts of a workspace: outbound by status, outbound created since `since`, inbound received since. */
+  countForStats(workspaceId: string, statuses: readonly StoredStatus[], since: Date): Promise<{ byStatus: number[]; outboundSince: number; inboundSince: number }>;
+  /** Records an inbound message; one already recorded under its id is left as it is. */
+  insertInbound(record: MessageRecord): Promise<void>;
+  /**
+   * Applies status reports, many at once (see statusUpdates): each report's
+   * forward update, in one ordered bulkWrite; then the messages named read
+   * (one find each way they are named); when some forward updates matched
+   * nothing, the late update of those whose message does not hold the status
+   * yet, in report order, and those messages read again. Answers each
+   * report's message as it is after the writes (null: none matched).
+   */
+  applyStatusReports(items: readonly StatusWrite[], now: Date): Promise<(MessageRecord | null)[]>;
+  /** Applies one status report (forward, else late, as two findOneAndUpdate); the message after it, or null when it changed nothing. */
+  applyStatusReport(item: StatusWrite, now: Date): Promise<MessageRecord | null>;
+  /**
+   * Dispatch's "sent", many at once: per message the forward update
+   * (accepted → sent), else the late one (only the time, the report and its
+   * event mark), each with the dispatch's outcome (network id, done, out of
+   * dispatch's queue), else the outcome alone ("sent" was reported already);
+   * in two ordered bulkWrites, the second only when some first ones matched
+   * nothing.
+   */
+  recordSent(items: readonly { messageId: string; networkMessageId: string; at: Date }[], now: Date): Promise<void>;
+  /** Writes messages' follow-ups in one bulkWrite: event marks cleared ($pull), repeated reports counted. */
+  writeFollowUps(entries: readonly [string, FollowUp][]): Promise<void>;
+  /** A failed message's refund is done. */
+  markRefunded(id: string): Promise<void>;
+  /** Messages whose status change's event is not stored yet, changed before `before` (the sweep; at most 1,000). */
+  withEventsPending(before: Date): Promise<MessageRecord[]>;
+  /** Failed messages whose refund is due, failed before `before` (the sweep; at most 1,000). */
+  withRefundDue(before: Date): Promise<MessageRecord[]>;
   /** An outbound message sent by key `apiKeyId`, or null (also for another key's message). */
   getForKey(id: string, apiKeyId: string): Promise<MessageRecord | null>;
   /** Outbound messages of key `apiKeyId`, newest first, optionally by status and recipient. */
@@ -132,14 +192,114 @@ export interface MessageStore {
 export function createMessageStore(db: Db): MessageStore {
   const collection = db.collection<MessageRecord>("messages");
   const inserts = groupInserts(collection);
+  // The send snapshot (template parameters and text) is dispatch's alone: not read back with a status.
+  const withoutSnapshot = { projection: { send: 0 } } as const;
+  const read = (filter: Filter<MessageRecord>, n: number) => collection.find(filter, { ...withoutSnapshot, batchSize: n }).toArray();
+  /** Writes each item's `first`, then, only when some matched nothing, every item's `rest`, in order (see recordSent). */
+  async function writeInTwoPasses(items: { first: AnyBulkWriteOperation<MessageRecord>; rest: AnyBulkWriteOperation<MessageRecord>[] }[]): Promise<void> {
+    const forward = await collection.bulkWrite(items.map((i) => i.first), { ordered: true });
+    if (forward.matchedCount < items.length) await collection.bulkWrite(items.flatMap((i) => i.rest), { ordered: true });
+  }
   return {
-    collection,
     async insert(record) {
       const outcome = await inserts.add(record);
       if (outcome === "duplicate") throw Object.assign(new Error(`message ${record._id} exists already`), { code: 11000 });
       if (outcome instanceof Error) throw outcome;
     },
     exists: async (id) => (await collection.findOne({ _id: id }, { projection: { _id: 1 } })) !== null,
+    get: (id) => collection.findOne({ _id: id }),
+    findOutbound: (match, workspaceId) => collection.findOne({ ...match, ...(workspaceId ? { workspace_id: workspaceId } : {}), direction: "outbound" }),
+    findInbound: (networkMessageId) => collection.findOne({ wa_message_id: networkMessageId, direction: "inbound" }),
+    findFormMessages: (workspaceId, to, flowToken) =>
+      collection.find({ workspace_id: workspaceId, direction: "outbound", flow_token: flowToken, to }).sort({ created_at: -1 }).limit(50).toArray(),
+    async countForStats(workspaceId, statuses, since) {
+      const outbound = { workspace_id: workspaceId, direction: "outbound" as const };
+      const [byStatus, outboundSince, inboundSince] = await Promise.all([
+        Promise.all(statuses.map((status) => collection.countDocuments({ ...outbound, status }))),
+        collection.countDocuments({ ...outbound, created_at: { $gte: since } }),
+        collection.countDocuments({ workspace_id: workspaceId, direction: "inbound", created_at: { $gte: since } }),
+      ]);
+      return { byStatus, outboundSince, inboundSince };
+    },
+    async insertInbound(record) {
+      try {
+        await collection.insertOne(record);
+      } catch (err) {
+        if (!isDuplicateKeyError(err)) throw err;
+      }
+    },
+    async applyStatusReports(items, now) {
+      const updates = items.map((item) => statusUpdates(item, now));
+      const forward = await collection.bulkWrite(updates.map((u) => ({ updateOne: u.forward })), { ordered: true });
+      const ours = items.flatMap(({ match }) => ("_id" in match ? [match._id] : []));
+      const theirs = items.flatMap(({ match }) => ("wa_message_id" in match ? [match.wa_message_id] : []));
+      // All at once (batchSize): MongoDB's first batch is otherwise 101 documents, and the rest a getMore.
+      const found = (
+        await Promise.all([
+          ours.length ? read({ _id: { $in: ours }, direction: "outbound" }, ours.length) : [],
+          theirs.length ? read({ wa_message_id: { $in: theirs }, direction: "outbound" }, theirs.length) : [],
+        ])
+      ).flat();
+      const byId = new Map(found.map((m) => [m._id, m]));
+      const byNetworkId = new Map(found.flatMap((m) => (m.wa_message_id ? [[m.wa_message_id, m] as const] : [])));
+      const messageOf = (match: ReportMatch) => ("_id" in match ? byId.get(match._id) : byNetworkId.get(match.wa_message_id)) ?? null;
+      if (forward.matchedCount < items.length) {
+        const late = items.flatMap((item, i) => {
+          const message = messageOf(item.match);
+          return message && !message.reports?.includes(item.status) ? [{ message, update: updates[i]!.late }] : [];
+        });
+        if (late.length) {
+          await collection.bulkWrite(late.map(({ update }) => ({ updateOne: update })), { ordered: true });
+          const lateIds = [...new Set(late.map(({ message }) => message._id))];
+          for (const message of await read({ _id: { $in: lateIds } }, lateIds.length)) {
+            byId.set(message._id, message);
+            if (message.wa_message_id) byNetworkId.set(message.wa_message_id, message);
+          }
+        }
+      }
+      return items.map(({ match }) => messageOf(match));
+    },
+    async applyStatusReport(item, now) {
+      const { forward, late } = statusUpdates(item, now);
+      const options = { returnDocument: "after", ...withoutSnapshot } as const;
+      return (await collection.findOneAndUpdate(forward.filter, forward.update, options)) ?? (await collection.findOneAndUpdate(late.filter, late.update, options));
+    },
+    async recordSent(items, now) {
+      await writeInTwoPasses(
+        items.map(({ messageId, networkMessageId, at }) => {
+          const outcome = { wa_message_id: networkMessageId, "dispatch.state": "done" as const, "dispatch.last_error": null };
+          const unreported = { _id: messageId, direction: "outbound" as const, reports: { $ne: "sent" } };
+          const record = { $addToSet: { reports: "sent", events_pending: "sent" }, $min: { sent_at: at } };
+          const done = (update: UpdateFilter<MessageRecord>) => leaseUpdate<MessageRecord>({ kind: "complete" }, update);
+          return {
+            first: { updateOne: { filter: { ...unreported, status: "accepted" as const }, update: done({ $set: { status: "sent" as const, ...outcome, updated_at: now }, ...record }) } },
+            rest: [
+              { updateOne: { filter: unreported, update: done({ $set: { ...outcome, updated_at: now }, ...record }) } },
+              { updateOne: { filter: { _id: messageId, "dispatch.state": { $ne: "done" as const } }, update: done({ $set: outcome }) } },
+            ],
+          };
+        }),
+      );
+    },
+    async writeFollowUps(entries) {
+      await collection.bulkWrite(
+        entries.map(([messageId, { published, duplicates }]) => ({
+          updateOne: {
+            filter: { _id: messageId },
+            update: {
+              ...(published.length ? { $pull: { events_pending: { $in: published } } } : {}),
+              ...(duplicates ? { $inc: { duplicate_reports: duplicates } } : {}),
+            },
+          },
+        })),
+        { ordered: false },
+      );
+    },
+    async markRefunded(id) {
+      await collection.updateOne({ _id: id, refund_state: "due" }, { $set: { refund_state: "done" } });
+    },
+    withEventsPending: (before) => collection.find({ ...EVENTS_PENDING, updated_at: { $lt: before } }).limit(1000).toArray(),
+    withRefundDue: (before) => collection.find({ ...REFUND_DUE, failed_at: { $lt: before } }).limit(1000).toArray(),
     getForKey: (id, apiKeyId) => collection.findOne({ _id: id, api_key_id: apiKeyId, direction: "outbound" }),
     listForKey(apiKeyId, { status, to }, page) {
       const filter: Filter<MessageRecord> = { api_key_id: apiKeyId, direction: "outbound" };
@@ -176,6 +336,11 @@ export function createMessageStore(db: Db): MessageStore {
       await collection.createIndex({ api_key_id: 1, created_at: -1, _id: -1 });
       await collection.createIndex({ wa_message_id: 1 });
       await collection.createIndex({ workspace_id: 1, direction: 1, created_at: -1, _id: -1 });
+      // Forms' tracing of a submission to the message that carried the form (findFormMessages).
+      await collection.createIndex({ flow_token: 1, to: 1 });
+      // The messages with an event to store (a partial index: only those), for the sweep (withEventsPending).
+      await collection.createIndex({ updated_at: 1 }, { name: "events_pending_by_update", partialFilterExpression: EVENTS_PENDING });
+      await dropIndexIfPresent(collection, "events_pending_1_updated_at_1"); // an earlier release's, of every message
       // Dispatch's queue: the messages under dispatch only (sparse), so that the index does not grow with the messages done.
       await collection.createIndex({ due_at: 1 }, { name: "queue_due_at", sparse: true });
       // Messages of earlier releases under dispatch, found by those releases' partial indexes: queued, due now (a
@@ -193,5 +358,38 @@ export function createMessageStore(db: Db): MessageStore {
       // Whole-collection indexes of earlier releases, replaced by the partial ones above.
       for (const name of ["dispatch.state_1_dispatch.lease_until_1", "dispatch.state_1_dispatch.claimed_at_1", "refund_state_1"]) await dropIndexIfPresent(collection, name);
     },
+  };
+}
+
+/**
+ * The two conditional updates that apply a status report to its outbound
+ * message, in this order, never reading it first:
+ *
+ * - forward: the status moves only forward (accepted < sent < delivered <
+ *   read); failed only from accepted or sent, and is final, with the error
+ *   and a refund due;
+ * - late (when forward matched nothing): the status is further on already,
+ *   so only the times, the report and its event mark;
+ * - deduplicated by status: the message keeps the statuses reported
+ *   (`reports`), and a report of one already there matches neither;
+ * - times: each status's time is the earliest reported (`$min`), and a later
+ *   status also dates the earlier ones it implies where they are later or
+ *   missing (a message cannot be read before it was delivered);
+ * - the event: the update adds the status to `events_pending`; the event is
+ *   stored (its id derived from message and status), then the mark is
+ *   cleared with the message's other follow-ups (writeFollowUps). A crash in
+ *   between leaves the mark, and the sweep fires the event: a change never
+ *   goes without its event.
+ */
+function statusUpdates({ match, status, at, error, set }: StatusWrite, now: Date) {
+  const times = status === "failed" ? ["failed"] : STATUS_ORDER.slice(1, STATUS_ORDER.indexOf(status) + 1);
+  const min = Object.fromEntries(times.map((t) => [`${t}_at`, at]));
+  const filter = { ...match, direction: "outbound" as const, reports: { $ne: status } };
+  const record = { $addToSet: { reports: status, events_pending: status } };
+  const earlier = status === "failed" ? ["accepted", "sent"] : STATUS_ORDER.slice(0, STATUS_ORDER.indexOf(status));
+  const forward: Partial<MessageRecord> = status === "failed" ? { status: "failed", error, refund_state: "due" } : { status };
+  return {
+    forward: { filter: { ...filter, status: { $in: earlier as StoredStatus[] } }, update: { $set: { ...forward, ...set, updated_at: now }, $min: min, ...record } },
+    late: { filter, update: { $set: { ...set, updated_at: now }, $min: min, ...record } },
   };
 }

@@ -14,7 +14,7 @@ import type { Simulator } from "./simulator.js";
 export function createSimulatorService(deps: { simulator: Simulator | undefined; messages: MessageStore }): Partial<ServiceImpl<typeof SimulatorService>> {
   return {
     async simulateReply(req, context) {
-      const message = await deps.messages.collection.findOne({ _id: req.messageId, direction: "outbound" });
+      const message = await deps.messages.findOutbound({ _id: req.messageId });
       if (!message) throw notFound("message", req.messageId);
       requireWorkspaceAccess(context, message.workspace_id, "write");
       if (!deps.simulator) throw apiError("invalid_argument", "Replies can only be simulated with NETWORK=simulator", { field: "message_id", rule: "needs the simulator" });
@@ -28,7 +28,7 @@ export function createSimulatorService(deps: { simulator: Simulator | undefined;
         { networkMessageId: message.wa_message_id, recipient: message.to, senderPhoneNumber: message.from },
         req.text,
       );
-      const reply = await deps.messages.collection.findOne({ wa_message_id: networkId, direction: "inbound" });
+      const reply = await deps.messages.findInbound(networkId);
       if (!reply) throw apiError("internal", "The simulated reply was not recorded");
       return { messageId: reply._id, waMessageId: networkId };
     },

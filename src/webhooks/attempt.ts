@@ -1,9 +1,7 @@
-import type { AnyBulkWriteOperation } from "mongodb";
 import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
 import { GroupCommit } from "../store/group-commit.js";
-import { heldBy, leaseUpdate, type LeaseChange } from "../jobs/leased-queue.js";
-import { automaticAttemptId, insertNew, manualAttemptId, type AttemptRecord, type DeliveryRecord, type DeliveryStore } from "./delivery-store.js";
+import { automaticAttemptId, manualAttemptId, type AttemptRecord, type DeliveryChange, type DeliveryRecord, type DeliveryStore } from "./delivery-store.js";
 import type { EndpointCache, EndpointView } from "./endpoint-cache.js";
 import type { CountedFailure, EndpointStore } from "./endpoint-store.js";
 import type { AttemptOutcome, WebhookSender } from "./http-sender.js";
@@ -154,15 +152,10 @@ export class Attempts {
    * an attempt, and changes nothing more).
    */
   async manual(delivery: DeliveryRecord, endpoint: EndpointView, body: string): Promise<AttemptRecord> {
-    const numbered = await this.o.store.deliveries.findOneAndUpdate(
-      { _id: delivery._id },
-      { $inc: { manual_attempts: 1 } },
-      { returnDocument: "after", projection: { manual_attempts: 1 } },
-    );
-    const number = numbered?.manual_attempts ?? delivery.manual_attempts + 1;
+    const number = (await this.o.store.numberManualAttempt(delivery._id)) ?? delivery.manual_attempts + 1;
     const outcome = await this.send(endpoint, delivery, body);
     await this.record({ delivery, trigger: "manual", number, url: endpoint.url, outcome, counts: true });
-    return (await this.o.store.attempts.findOne({ _id: manualAttemptId(delivery._id, number) })) as AttemptRecord;
+    return (await this.o.store.getAttempt(manualAttemptId(delivery._id, number))) as AttemptRecord;
   }
 
   /** The endpoint as last read (a disabled one read again, in case it was just enabled); null when deleted. */
@@ -188,19 +181,13 @@ export class Attempts {
 
   /** Ends a lease without an attempt, for its endpoint's rate limit: the same attempt is due again at its turn, in its slot. */
   private async postpone(id: string, lease: string, turn: { slot: Date; at: Date }): Promise<void> {
-    await this.o.store.deliveries.updateOne(
-      { _id: id, ...heldBy(lease), status: "pending" },
-      leaseUpdate<DeliveryRecord>({ kind: "release", dueAt: turn.at }, { $set: { throttle_slot: turn.slot, updated_at: this.o.clock.now() } }),
-    );
+    await this.o.store.postpone(id, lease, turn.at, turn.slot, this.o.clock.now());
     this.o.dueAt?.(turn.at);
   }
 
   /** Ends a lease without an attempt: the delivery waits (`disabled`) or ends (`canceled`). */
   private async release(id: string, lease: string, status: "disabled" | "canceled"): Promise<void> {
-    await this.o.store.deliveries.updateOne(
-      { _id: id, ...heldBy(lease), status: "pending" },
-      leaseUpdate<DeliveryRecord>({ kind: "complete" }, { $set: { status, updated_at: this.o.clock.now() } }),
-    );
+    await this.o.store.endWithoutAttempt(id, lease, status, this.o.clock.now());
   }
 
   private record(entry: OutcomeEntry): Promise<void> {
@@ -210,62 +197,47 @@ export class Attempts {
   private async write(entries: OutcomeEntry[]): Promise<void[]> {
     const disabling = await this.count(entries);
     const now = this.o.clock.now();
-    await insertNew(
-      this.o.store.attempts,
-      entries.map((e): AttemptRecord => ({
-        _id: e.trigger === "manual" ? manualAttemptId(e.delivery._id, e.number) : automaticAttemptId(e.delivery._id, e.number),
-        delivery_id: e.delivery._id,
-        workspace_id: e.delivery.workspace_id,
-        endpoint_id: e.delivery.endpoint_id,
-        event_id: e.delivery.event_id,
-        number: e.number,
-        trigger: e.trigger,
-        url: e.url,
-        started_at: e.outcome.startedAt,
-        duration_ms: e.outcome.durationMs,
-        http_status: e.outcome.httpStatus,
-        response_body: e.outcome.responseBody,
-        succeeded: e.outcome.succeeded,
-        error_kind: e.outcome.errorKind,
-        error_message: e.outcome.errorMessage,
-        disabled_endpoint: disabling.has(e),
-        next_attempt_at: e.automatic?.next ?? null,
+    await this.o.store.recordOutcomes(
+      entries.map((e) => ({
+        attempt: {
+          _id: e.trigger === "manual" ? manualAttemptId(e.delivery._id, e.number) : automaticAttemptId(e.delivery._id, e.number),
+          delivery_id: e.delivery._id,
+          workspace_id: e.delivery.workspace_id,
+          endpoint_id: e.delivery.endpoint_id,
+          event_id: e.delivery.event_id,
+          number: e.number,
+          trigger: e.trigger,
+          url: e.url,
+          started_at: e.outcome.startedAt,
+          duration_ms: e.outcome.durationMs,
+          http_status: e.outcome.httpStatus,
+          response_body: e.outcome.responseBody,
+          succeeded: e.outcome.succeeded,
+          error_kind: e.outcome.errorKind,
+          error_message: e.outcome.errorMessage,
+          disabled_endpoint: disabling.has(e),
+          next_attempt_at: e.automatic?.next ?? null,
+        },
+        change: this.change(e, now),
       })),
+      now,
     );
-    await this.o.store.deliveries.bulkWrite(entries.map((e) => this.deliveryUpdate(e, now)), { ordered: false });
     for (const e of entries) if (e.automatic?.next && !e.automatic.keepLease) this.o.dueAt?.(e.automatic.next);
     return entries.map(() => undefined);
   }
 
   /**
-   * The delivery's new state after an outcome. An automatic outcome
-   * changes only a delivery still leased to its attempt (a manual success
-   * or a deletion ends the lease: then the attempt is recorded, the
-   * delivery stays as they left it). A manual attempt is counted whatever
-   * the delivery's state; a manual success settles it.
+   * What an outcome changes of its delivery: a manual one is counted (a
+   * success settles it); an automatic one ends the schedule (succeeded, or
+   * failed after the last retry), keeps the lease for the immediate retry,
+   * or releases the delivery until its next retry.
    */
-  private deliveryUpdate(e: OutcomeEntry, now: Date): AnyBulkWriteOperation<DeliveryRecord> {
-    const { outcome } = e;
-    const last = { last_attempt_at: outcome.startedAt, last_http_status: outcome.httpStatus, last_error_kind: outcome.errorKind, updated_at: now };
-    const $inc = { attempt_count: 1 };
-    if (!e.automatic) {
-      const update = outcome.succeeded ? leaseUpdate<DeliveryRecord>({ kind: "complete" }, { $set: { ...last, status: "succeeded" as const }, $inc }) : { $set: last, $inc };
-      return { updateOne: { filter: { _id: e.delivery._id }, update } };
-    }
+  private change(e: OutcomeEntry, now: Date): DeliveryChange {
+    if (!e.automatic) return { kind: "manual", succeeded: e.outcome.succeeded };
     const { lease, next, keepLease } = e.automatic;
-    const set: Partial<DeliveryRecord> = { ...last, automatic_attempts: e.number };
-    let change: LeaseChange;
-    if (outcome.succeeded || next === null) {
-      set.status = outcome.succeeded ? "succeeded" : "failed";
-      change = { kind: "complete" };
-    } else if (keepLease) {
-      change = { kind: "renew", now, until: new Date(now.getTime() + this.o.leaseMs) };
-    } else {
-      change = { kind: "release", dueAt: next };
-    }
-    // A slot kept for the endpoint's rate limit was this attempt's.
-    const update = leaseUpdate<DeliveryRecord>(change, { $set: set, $unset: { throttle_slot: "" }, $inc });
-    return { updateOne: { filter: { _id: e.delivery._id, ...heldBy(lease) }, update } };
+    if (e.outcome.succeeded || next === null) return { kind: "automatic", lease, change: { kind: "complete" }, status: e.outcome.succeeded ? "succeeded" : "failed" };
+    if (keepLease) return { kind: "automatic", lease, change: { kind: "renew", now, until: new Date(now.getTime() + this.o.leaseMs) } };
+    return { kind: "automatic", lease, change: { kind: "release", dueAt: next } };
   }
 
   /**

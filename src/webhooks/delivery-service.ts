@@ -15,7 +15,6 @@ import { enumValueFromJson } from "../contract/rest-json.js";
 import { AttemptErrorKindSchema } from "../../gen/messaging/console/v1/deliveries_pb.js";
 import { apiError, invalidArgument, notFound } from "../shared/errors.js";
 import { isUuid } from "../shared/validation.js";
-import { listPage } from "../store/pagination.js";
 import type { AttemptRecord, DeliveryRecord, DeliveryStore } from "./delivery-store.js";
 import type { Dispatcher } from "./dispatcher.js";
 import { requireEndpoint } from "./endpoint-service.js";
@@ -96,7 +95,7 @@ export function createDeliveryService(deps: {
 }): Partial<ServiceImpl<typeof DeliveryService>> {
   const { store, endpoints, events, dispatcher } = deps;
   const requireDelivery = async (id: string) => {
-    const record = DELIVERY_ID.test(id) ? await store.deliveries.findOne({ _id: id }) : null;
+    const record = DELIVERY_ID.test(id) ? await store.get(id) : null;
     if (!record) throw notFound("delivery", id);
     return record;
   };
@@ -108,17 +107,12 @@ export function createDeliveryService(deps: {
       if (req.endpointId !== "") {
         workspaceId = (await requireEndpoint(endpoints, req.endpointId)).workspace_id;
       } else {
-        const event = isUuid(req.eventId) ? await events.collection.findOne({ _id: req.eventId }, { projection: { workspace_id: 1 } }) : null;
+        const event = isUuid(req.eventId) ? await events.get(req.eventId) : null;
         if (!event) throw notFound("event", req.eventId);
         workspaceId = event.workspace_id;
       }
       requireWorkspaceAccess(context, workspaceId, "read");
-      const filter = {
-        workspace_id: workspaceId,
-        ...(req.endpointId !== "" ? { endpoint_id: req.endpointId } : {}),
-        ...(req.eventId !== "" ? { event_id: req.eventId } : {}),
-      };
-      const page = await listPage(store.deliveries, filter, req);
+      const page = await store.list({ workspaceId, endpointId: req.endpointId || undefined, eventId: req.eventId || undefined }, req);
       return { object: "list", data: page.items.map(deliveryToProto), total: page.total, nextPageToken: page.nextPageToken };
     },
     async getDelivery(req, context) {
@@ -130,7 +124,7 @@ export function createDeliveryService(deps: {
       const record = await requireDelivery(req.id);
       requireWorkspaceAccess(context, record.workspace_id, "write");
       const attempt = await dispatcher.retryManually(record);
-      return { attempt: attemptToProto(attempt), delivery: deliveryToProto((await store.deliveries.findOne({ _id: record._id })) ?? record) };
+      return { attempt: attemptToProto(attempt), delivery: deliveryToProto((await store.get(record._id)) ?? record) };
     },
     async sendTestEvent(req, context) {
       const endpoint = await requireEndpoint(endpoints, req.endpointId);
@@ -166,7 +160,7 @@ export function createDeliveryService(deps: {
     async listDeliveryAttempts(req, context) {
       const record = await requireDelivery(req.deliveryId);
       requireWorkspaceAccess(context, record.workspace_id, "read");
-      const page = await listPage(store.attempts, { delivery_id: record._id }, req, "started_at");
+      const page = await store.listAttempts(record._id, req);
       return { object: "list", data: page.items.map(attemptToProto), total: page.total, nextPageToken: page.nextPageToken };
     },
   };

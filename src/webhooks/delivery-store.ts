@@ -1,7 +1,8 @@
-import type { Queued } from "../jobs/leased-queue.js";
+import { heldBy, LeasedQueue, leaseUpdate, waiting, type LeaseChange, type LeasedQueueOptions, type Queued } from "../jobs/leased-queue.js";
+import { listPage, type Page, type PageRequest } from "../store/pagination.js";
 import { uuidFromTimeAndName } from "../shared/ids.js";
 import { renameIndexedField } from "../store/indexes.js";
-import { MongoBulkWriteError, type Collection, type Db, type OptionalUnlessRequiredId } from "mongodb";
+import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type OptionalUnlessRequiredId } from "mongodb";
 import type { AttemptErrorKind } from "./http-sender.js";
 
 /*
@@ -138,10 +139,61 @@ export async function insertNew<T extends { _id: string }>(collection: Collectio
   return inserted;
 }
 
-/** The collections of the engine. */
+/** How an outcome changes its delivery (DeliveryStore.recordOutcomes). */
+export type DeliveryChange =
+  /** An automatic attempt under `lease`: its lease's change (renewed for the immediate retry, released for a later one, complete at the end); `status` when it ends the schedule. */
+  | { kind: "automatic"; lease: string; change: LeaseChange; status?: "succeeded" | "failed" }
+  /** A manual attempt: counted; a success settles the delivery (its automatic schedule and lease end). */
+  | { kind: "manual"; succeeded: boolean };
+
+/** An outcome to record: the attempt made and what it changes of its delivery. */
+export interface OutcomeWrite {
+  attempt: AttemptRecord;
+  change: DeliveryChange;
+}
+
+/** The records of the engine (`webhook_deliveries`, `webhook_attempts`): every read and write goes through these operations. */
 export interface DeliveryStore {
-  readonly deliveries: Collection<DeliveryRecord>;
-  readonly attempts: Collection<AttemptRecord>;
+  /** Stores new deliveries; per delivery, true when stored and false when it existed (the same event published again). */
+  insert(deliveries: DeliveryRecord[]): Promise<boolean[]>;
+  /** The deliveries as a leased queue (the Dispatcher runs it). */
+  queue<P>(options: Omit<LeasedQueueOptions<DeliveryRecord, P>, "collection">): LeasedQueue<DeliveryRecord, P>;
+  /** A delivery by id, or null. */
+  get(id: string): Promise<DeliveryRecord | null>;
+  /** The workspace's deliveries of an endpoint and/or an event, newest first. */
+  list(filter: { workspaceId: string; endpointId?: string; eventId?: string }, page: PageRequest): Promise<Page<DeliveryRecord>>;
+  /** The deliveries to `endpointId` of events `eventIds` (status, attempts and test flag), for a recovery. */
+  findForEvents(endpointId: string, eventIds: readonly string[]): Promise<Pick<DeliveryRecord, "_id" | "event_id" | "status" | "automatic_attempts" | "test">[]>;
+  /** Failed deliveries pending again, due `now`, their schedules started afresh after their last attempt (compare-and-set on what was read); the count. */
+  requeueFailed(failed: readonly Pick<DeliveryRecord, "_id" | "automatic_attempts">[], now: Date): Promise<number>;
+  /** Deliveries waiting while their endpoint was disabled are pending, due `now`. */
+  resumeEndpoint(endpointId: string, now: Date): Promise<void>;
+  /** Deliveries of a deleted endpoint not yet settled end as canceled (out of the queue). */
+  cancelEndpoint(endpointId: string, now: Date): Promise<void>;
+  /** Ends a lease without an attempt, for its endpoint's rate limit: the same attempt due again at `at`, in its `slot`. */
+  postpone(id: string, lease: string, at: Date, slot: Date, now: Date): Promise<void>;
+  /** Ends a lease without an attempt: the delivery waits (`disabled`) or ends (`canceled`). */
+  endWithoutAttempt(id: string, lease: string, status: "disabled" | "canceled", now: Date): Promise<void>;
+  /** A delivery whose event was never stored: released, due at `dueAt`, or (`drop`) deleted. */
+  unpublished(id: string, lease: string, drop: boolean, dueAt: Date): Promise<void>;
+  /** Numbers the next manual attempt of a delivery (manual_attempts + 1). */
+  numberManualAttempt(id: string): Promise<number | null>;
+  /**
+   * Records outcomes: every attempt in one insert (one already there is kept:
+   * a repeat after a crash), then every delivery's new state in one
+   * bulkWrite. An automatic outcome changes only a delivery still held by
+   * its lease (a manual success or a deletion ends the lease: then the
+   * attempt is recorded, the delivery stays as they left it).
+   */
+  recordOutcomes(outcomes: readonly OutcomeWrite[], now: Date): Promise<void>;
+  /** An attempt by id, or null. */
+  getAttempt(id: string): Promise<AttemptRecord | null>;
+  /** A delivery's latest attempt, or null. */
+  latestAttempt(deliveryId: string): Promise<AttemptRecord | null>;
+  /** A delivery's attempts, newest first. */
+  listAttempts(deliveryId: string, page: PageRequest): Promise<Page<AttemptRecord>>;
+  /** Deliveries due and not claimed (the backlog gauge). */
+  countDue(now: Date): Promise<number>;
   ensureIndexes(): Promise<void>;
 }
 
@@ -149,12 +201,76 @@ export interface DeliveryStore {
 export function createDeliveryStore(db: Db): DeliveryStore {
   const deliveries = db.collection<DeliveryRecord>("webhook_deliveries");
   const attempts = db.collection<AttemptRecord>("webhook_attempts");
+
+  function deliveryUpdate({ attempt, change }: OutcomeWrite, now: Date): AnyBulkWriteOperation<DeliveryRecord> {
+    const last = { last_attempt_at: attempt.started_at, last_http_status: attempt.http_status, last_error_kind: attempt.error_kind, updated_at: now };
+    const $inc = { attempt_count: 1 };
+    if (change.kind === "manual") {
+      const update = change.succeeded ? leaseUpdate<DeliveryRecord>({ kind: "complete" }, { $set: { ...last, status: "succeeded" as const }, $inc }) : { $set: last, $inc };
+      return { updateOne: { filter: { _id: attempt.delivery_id }, update } };
+    }
+    const set: Partial<DeliveryRecord> = { ...last, automatic_attempts: attempt.number, ...(change.status ? { status: change.status } : {}) };
+    // A slot kept for the endpoint's rate limit was this attempt's.
+    const update = leaseUpdate<DeliveryRecord>(change.change, { $set: set, $unset: { throttle_slot: "" }, $inc });
+    return { updateOne: { filter: { _id: attempt.delivery_id, ...heldBy(change.lease) }, update } };
+  }
+
   return {
-    deliveries,
-    attempts,
+    insert: (records) => insertNew(deliveries, records),
+    queue: (options) => new LeasedQueue({ ...options, collection: deliveries }),
+    get: (id) => deliveries.findOne({ _id: id }),
+    list: ({ workspaceId, endpointId, eventId }, page) =>
+      listPage(deliveries, { workspace_id: workspaceId, ...(endpointId ? { endpoint_id: endpointId } : {}), ...(eventId ? { event_id: eventId } : {}) }, page),
+    findForEvents: (endpointId, eventIds) =>
+      deliveries.find({ event_id: { $in: [...eventIds] }, endpoint_id: endpointId }, { projection: { event_id: 1, status: 1, automatic_attempts: 1, test: 1 } }).toArray(),
+    async requeueFailed(failed, now) {
+      if (failed.length === 0) return 0;
+      const requeued = await deliveries.bulkWrite(
+        failed.map((d) => ({
+          updateOne: {
+            filter: { _id: d._id, status: "failed" as const, automatic_attempts: d.automatic_attempts },
+            update: { $set: { status: "pending" as const, ...waiting(now), schedule_start: d.automatic_attempts + 1, updated_at: now } },
+          },
+        })),
+        { ordered: false },
+      );
+      return requeued.modifiedCount;
+    },
+    async resumeEndpoint(endpointId, now) {
+      await deliveries.updateMany({ endpoint_id: endpointId, status: "disabled" }, { $set: { status: "pending", ...waiting(now), updated_at: now } });
+    },
+    async cancelEndpoint(endpointId, now) {
+      await deliveries.updateMany({ endpoint_id: endpointId, status: { $in: ["pending", "disabled"] } }, leaseUpdate<DeliveryRecord>({ kind: "complete" }, { $set: { status: "canceled", updated_at: now } }));
+    },
+    async postpone(id, lease, at, slot, now) {
+      await deliveries.updateOne(
+        { _id: id, ...heldBy(lease), status: "pending" },
+        leaseUpdate<DeliveryRecord>({ kind: "release", dueAt: at }, { $set: { throttle_slot: slot, updated_at: now } }),
+      );
+    },
+    async endWithoutAttempt(id, lease, status, now) {
+      await deliveries.updateOne({ _id: id, ...heldBy(lease), status: "pending" }, leaseUpdate<DeliveryRecord>({ kind: "complete" }, { $set: { status, updated_at: now } }));
+    },
+    async unpublished(id, lease, drop, dueAt) {
+      if (drop) await deliveries.deleteOne({ _id: id, ...heldBy(lease) });
+      else await deliveries.updateOne({ _id: id, ...heldBy(lease) }, leaseUpdate({ kind: "release", dueAt }));
+    },
+    async numberManualAttempt(id) {
+      const numbered = await deliveries.findOneAndUpdate({ _id: id }, { $inc: { manual_attempts: 1 } }, { returnDocument: "after", projection: { manual_attempts: 1 } });
+      return numbered?.manual_attempts ?? null;
+    },
+    async recordOutcomes(outcomes, now) {
+      await insertNew(attempts, outcomes.map((o) => o.attempt));
+      await deliveries.bulkWrite(outcomes.map((o) => deliveryUpdate(o, now)), { ordered: false });
+    },
+    getAttempt: (id) => attempts.findOne({ _id: id }),
+    latestAttempt: (deliveryId) => attempts.find({ delivery_id: deliveryId }).sort({ started_at: -1, _id: -1 }).limit(1).next(),
+    listAttempts: (deliveryId, page) => listPage(attempts, { delivery_id: deliveryId }, page, "started_at"),
+    countDue: (now) => deliveries.countDocuments({ due_at: { $lte: now }, lease_owner: null }),
     async ensureIndexes() {
-      // The claims' index (due_at) is the queue's (Dispatcher). Deliveries of earlier releases kept their due time in
-      // next_attempt_at: moved to due_at while that field's index still exists, then the index dropped.
+      // The claims' index (the queue's). Deliveries of earlier releases kept their due time in next_attempt_at: moved
+      // to due_at while that field's index still exists, then the index dropped.
+      await deliveries.createIndex({ due_at: 1 }, { name: "queue_due_at", sparse: true });
       await renameIndexedField(deliveries, "next_attempt_at", "due_at", "next_attempt_at_1");
       await deliveries.createIndex({ endpoint_id: 1, created_at: -1, _id: -1 });
       await deliveries.createIndex({ event_id: 1, created_at: -1, _id: -1 });
@@ -162,4 +278,3 @@ export function createDeliveryStore(db: Db): DeliveryStore {
     },
   };
 }
-

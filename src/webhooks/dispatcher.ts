@@ -5,9 +5,9 @@ import type { Logger } from "../shared/logger.js";
 import type { Scheduler } from "../jobs/scheduler.js";
 import { apiError } from "../shared/errors.js";
 import { GroupCommit } from "../store/group-commit.js";
-import { heldBy, LeasedQueue, leaseUpdate, waiting, type Queued, type Taken } from "../jobs/leased-queue.js";
+import { waiting, type LeasedQueue, type Queued, type Taken } from "../jobs/leased-queue.js";
 import { Attempts } from "./attempt.js";
-import { deliveryId, insertNew, type AttemptRecord, type DeliveryRecord, type DeliveryStore } from "./delivery-store.js";
+import { deliveryId, type AttemptRecord, type DeliveryRecord, type DeliveryStore } from "./delivery-store.js";
 import { EndpointCache, type EndpointView } from "./endpoint-cache.js";
 import type { EndpointRecord, EndpointStore } from "./endpoint-store.js";
 import type { WebhookSender } from "./http-sender.js";
@@ -113,7 +113,7 @@ export class Dispatcher {
   private readonly running = new Set<Promise<unknown>>();
   /** New events' deliveries, stored together (one insert for whatever accumulated meanwhile). */
   private readonly inserts = new GroupCommit<DeliveryRecord[], boolean[]>(async (groups) => {
-    const inserted = await insertNew(this.o.store.deliveries, groups.flat());
+    const inserted = await this.o.store.insert(groups.flat());
     let at = 0;
     return groups.map((g) => inserted.slice(at, (at += g.length)));
   }, 100);
@@ -126,8 +126,7 @@ export class Dispatcher {
     // and the immediate retry's wait and attempt under the lease renewed (WEBHOOK_LEASE_MS ≥ 2 × the deadline).
     this.throttle = new EndpointThrottle({ limiter: o.throttleLimiter, clock, holdMs: (leaseMs - 2 * o.timeoutMs) / 2 });
     this.attempts = new Attempts({ store, endpoints, cache: this.cache, sender, schedule, throttle: this.throttle, clock, logger, leaseMs, dueAt: (at) => this.claims.wakeAt(at) });
-    this.claims = new LeasedQueue({
-      collection: store.deliveries,
+    this.claims = store.queue({
       name: "webhook deliveries",
       owner: this.owner,
       clock,
@@ -135,11 +134,7 @@ export class Dispatcher {
       leaseMs,
       maxInFlight: MAX_IN_FLIGHT,
       intervalMs: o.claimIntervalMs,
-      prefetch: async (due) => {
-        const ids = [...new Set(due.map((d) => d.event_id))];
-        const found = await o.events.collection.find({ _id: { $in: ids } }, { projection: { body: 1 }, batchSize: ids.length }).toArray();
-        return new Map(found.map((e) => [e._id, e.body]));
-      },
+      prefetch: (due) => o.events.bodies([...new Set(due.map((d) => d.event_id))]),
       run: (taken, bodies) => this.take(taken, bodies),
     });
     o.events.onPublish(this.outbox);
@@ -172,16 +167,13 @@ export class Dispatcher {
   /** Deliveries waiting while their endpoint was disabled are due now (after it was enabled). */
   async resume(endpointId: string): Promise<void> {
     const now = this.o.clock.now();
-    await this.o.store.deliveries.updateMany({ endpoint_id: endpointId, status: "disabled" }, { $set: { status: "pending", ...waiting(now), updated_at: now } });
+    await this.o.store.resumeEndpoint(endpointId, now);
     this.claims.poke();
   }
 
   /** Deliveries not yet settled end as canceled (after their endpoint was deleted); one in flight finishes. */
   async cancel(endpointId: string): Promise<void> {
-    await this.o.store.deliveries.updateMany(
-      { endpoint_id: endpointId, status: { $in: ["pending", "disabled"] } },
-      leaseUpdate<DeliveryRecord>({ kind: "complete" }, { $set: { status: "canceled", updated_at: this.o.clock.now() } }),
-    );
+    await this.o.store.cancelEndpoint(endpointId, this.o.clock.now());
   }
 
   /**
@@ -198,7 +190,7 @@ export class Dispatcher {
       throw apiError("failed_precondition", `The endpoint ${endpoint.id} is disabled; enable it before retrying its deliveries`, { endpoint_id: endpoint.id });
     }
     if (endpoint.secret === undefined) throw new SecretKeyError(endpoint.secretError ?? "no signing secret");
-    const event = await this.o.events.collection.findOne({ _id: delivery.event_id }, { projection: { body: 1 } });
+    const event = await this.o.events.get(delivery.event_id);
     if (!event) throw apiError("failed_precondition", `The event ${delivery.event_id} of this delivery no longer exists`);
     return this.attempts.manual(delivery, endpoint, event.body);
   }
@@ -218,27 +210,13 @@ export class Dispatcher {
   async recover(endpoint: EndpointRecord, r: RecoveryRequest): Promise<Recovery> {
     const { events, store, clock } = this.o;
     const since = r.since.getTime() < endpoint.created_at.getTime() ? endpoint.created_at : r.since;
-    const found = await events.collection
-      .find(
-        { workspace_id: endpoint.workspace_id, created_at: { $gte: since, $lt: r.until }, type: { $in: r.types }, test: { $ne: true } },
-        { projection: { _id: 1, workspace_id: 1, type: 1, created_at: 1 }, sort: { created_at: 1, _id: 1 }, limit: MAX_RECOVERED_EVENTS + 1 },
-      )
-      .toArray();
-    const next = found.length > MAX_RECOVERED_EVENTS ? (found.pop() as StoredEvent) : null;
+    const found = await events.findCreated(endpoint.workspace_id, since, r.until, r.types, MAX_RECOVERED_EVENTS + 1);
+    const next = found.length > MAX_RECOVERED_EVENTS ? found.pop()! : null;
     const recovery: Recovery = { failed: 0, unattempted: 0, scanned: found.length, nextSince: next?.created_at ?? null };
     const now = clock.now();
     for (let at = 0; at < found.length; at += RECOVERY_CHUNK) {
       const chunk = found.slice(at, at + RECOVERY_CHUNK);
-      const existing = new Map(
-        (
-          await store.deliveries
-            .find(
-              { event_id: { $in: chunk.map((e) => e._id) }, endpoint_id: endpoint._id },
-              { projection: { event_id: 1, status: 1, automatic_attempts: 1, test: 1 } },
-            )
-            .toArray()
-        ).map((d) => [d.event_id, d]),
-      );
+      const existing = new Map((await store.findForEvents(endpoint._id, chunk.map((e) => e._id))).map((d) => [d.event_id, d]));
       const failed = [...existing.values()].filter((d) => d.status === "failed" && d.test !== true);
       const missing = chunk.filter((e) => !existing.has(e._id));
       if (r.dryRun) {
@@ -246,19 +224,8 @@ export class Dispatcher {
         recovery.unattempted += missing.length;
         continue;
       }
-      recovery.unattempted += (await insertNew(store.deliveries, missing.map((e) => this.newDelivery(e, endpoint._id, now, waiting(now))))).filter(Boolean).length;
-      if (failed.length === 0) continue;
-      const requeued = await store.deliveries.bulkWrite(
-        failed.map((d) => ({
-          updateOne: {
-            // Compare-and-set on what was read: a delivery changed meanwhile is left as it is.
-            filter: { _id: d._id, status: "failed" as const, automatic_attempts: d.automatic_attempts },
-            update: { $set: { status: "pending" as const, ...waiting(now), schedule_start: d.automatic_attempts + 1, updated_at: now } },
-          },
-        })),
-        { ordered: false },
-      );
-      recovery.failed += requeued.modifiedCount;
+      recovery.unattempted += (await store.insert(missing.map((e) => this.newDelivery(e, endpoint._id, now, waiting(now))))).filter(Boolean).length;
+      recovery.failed += await store.requeueFailed(failed, now);
     }
     if (!r.dryRun) {
       this.o.logger.info({ endpointId: endpoint._id, ...recovery }, "webhook deliveries recovered");
@@ -288,11 +255,11 @@ export class Dispatcher {
     const held = this.claims.held(now);
     const delivery: DeliveryRecord = { ...this.newDelivery({ _id: id, workspace_id: endpoint.workspace_id, type }, endpoint._id, now, held.fields), test: true };
     // The delivery first, as the outbox does: a crash in between leaves a delivery without event, deleted by claims.
-    await this.o.store.deliveries.insertOne(delivery);
-    await this.o.events.collection.insertOne({ _id: id, workspace_id: endpoint.workspace_id, type, created_at: now, data, body, test: true });
+    await this.o.store.insert([delivery]);
+    await this.o.events.insertTest({ _id: id, workspace_id: endpoint.workspace_id, type, created_at: now, data, body, test: true });
     await this.track(this.attempts.run({ delivery, body, number: 1, lease: held.lease }));
-    const stored = (await this.o.store.deliveries.findOne({ _id: delivery._id })) ?? delivery;
-    const attempt = await this.o.store.attempts.find({ delivery_id: delivery._id }).sort({ started_at: -1, _id: -1 }).limit(1).next();
+    const stored = (await this.o.store.get(delivery._id)) ?? delivery;
+    const attempt = await this.o.store.latestAttempt(delivery._id);
     return { delivery: stored, attempt };
   }
 
@@ -336,13 +303,9 @@ export class Dispatcher {
       return;
     }
     const now = this.o.clock.now();
-    const { deliveries } = this.o.store;
-    if (delivery.created_at.getTime() < now.getTime() - 2 * this.o.leaseMs) {
-      this.o.logger.warn({ deliveryId: delivery._id, eventId: delivery.event_id }, "deleting a webhook delivery whose event was never stored");
-      await deliveries.deleteOne({ _id: delivery._id, ...heldBy(lease) });
-    } else {
-      await deliveries.updateOne({ _id: delivery._id, ...heldBy(lease) }, leaseUpdate({ kind: "release", dueAt: new Date(now.getTime() + this.o.leaseMs) }));
-    }
+    const drop = delivery.created_at.getTime() < now.getTime() - 2 * this.o.leaseMs;
+    if (drop) this.o.logger.warn({ deliveryId: delivery._id, eventId: delivery.event_id }, "deleting a webhook delivery whose event was never stored");
+    await this.o.store.unpublished(delivery._id, lease, drop, new Date(now.getTime() + this.o.leaseMs));
   }
 
   private track<T>(work: Promise<T>): Promise<T> {

@@ -1,4 +1,4 @@
-import type { Collection, Db } from "mongodb";
+import type { Db } from "mongodb";
 import type { Clock } from "../shared/clock.js";
 import { newId } from "../shared/ids.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
@@ -47,7 +47,8 @@ export interface CountedFailure {
 
 /** Access to `webhook_endpoints`. Every state change is one atomic single-document update. */
 export interface EndpointStore {
-  readonly collection: Collection<EndpointRecord>;
+  /** Endpoints disabled (by hand or after 20 failures in a row), for the gauge. */
+  countDisabled(): Promise<number>;
   /** Creates an enabled endpoint with a new secret; returns it and the secret (the only time it exists in clear). */
   create(input: { workspaceId: string; name: string; url: string; events: string[]; rateLimit: number | null }): Promise<{ record: EndpointRecord; secret: string }>;
   get(id: string): Promise<EndpointRecord | null>;
@@ -94,7 +95,7 @@ export function createEndpointStore(db: Db, clock: Clock, secretKey: Buffer): En
   const collection = db.collection<EndpointRecord>("webhook_endpoints");
   const after = { returnDocument: "after" as const };
   return {
-    collection,
+    countDisabled: () => collection.countDocuments({ enabled: false }),
     async create({ workspaceId, name, url, events, rateLimit }) {
       const id = newId("whk");
       const secret = generateSigningSecret();

@@ -32,11 +32,11 @@ export function createWebhooksCapability(platform: Platform): Capability {
   const store = createDeliveryStore(db);
   const sender = countedAttempts(createWebhookSender({ timeoutMs: config.webhookAttemptTimeoutMs, policy, clock }), platform.metrics);
   platform.metrics.gauge("msgsvc_webhook_endpoints_disabled", "Webhook endpoints disabled (by hand or after 20 failures in a row).", () =>
-    endpoints.collection.countDocuments({ enabled: false }),
+    endpoints.countDisabled(),
   );
   // Deliveries due and not yet claimed (deliveries waiting for a disabled endpoint are not due).
   platform.metrics.gauge("msgsvc_webhook_backlog", "Webhook delivery attempts due and not yet made.", () =>
-    store.deliveries.countDocuments({ due_at: { $lte: clock.now() }, lease_owner: null }),
+    store.countDue(clock.now()),
   );
   const dispatcher = new Dispatcher({
     events,

@@ -1,3 +1,4 @@
+import type { StoredEvent } from "../../src/events/event-bus.js";
 import { randomUUID } from "node:crypto";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
@@ -338,7 +339,7 @@ async function seedBacklog(db: Db, endpoints: { workspaceId: string; endpointId:
         next_attempt_at: now,
       });
     }
-    await db.collection("events").insertMany(events as never[]);
+    await db.collection<StoredEvent>("events").insertMany(events as never[]);
     await db.collection("webhook_deliveries").insertMany(deliveries as never[]);
     await db.collection("webhook_attempts").insertMany(attempts as never[]);
   }
