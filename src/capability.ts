@@ -1,5 +1,14 @@
 import type { SignInLimits } from "./console/sign-in-limits.js";
-import type { Db, MongoClient } from "mongodb";
+import type { FlowFileStore } from "./flows/flow-files.js";
+import type { FlowResponseStore } from "./flows/flow-response-store.js";
+import type { IdempotencyStore } from "./messages/idempotency.js";
+import type { MessageStore } from "./messages/message-store.js";
+import type { ReportStore } from "./messages/report-store.js";
+import type { SimulatorMediaStore } from "./network/simulator-media.js";
+import type { SenderStore } from "./senders/sender-store.js";
+import type { TemplateStore } from "./templates/template-store.js";
+import type { DeliveryStore } from "./webhooks/delivery-store.js";
+import type { EndpointStore } from "./webhooks/endpoint-store.js";
 import type { ApiKeyStore } from "./auth/api-key-store.js";
 import type { Admission } from "./auth/admission.js";
 import type { Config } from "./config.js";
@@ -17,13 +26,34 @@ import type { CreditStore } from "./credits/credit-store.js";
 import type { WorkspaceStore } from "./workspaces/workspace-store.js";
 
 /**
+ * The stores of the capabilities, each the one module that reads and writes
+ * its collections (README "Design" §14): the composition root makes them
+ * over the database, and the capabilities get them, never the database.
+ */
+export interface CapabilityStores {
+  readonly senders: SenderStore;
+  readonly templates: TemplateStore;
+  readonly messages: MessageStore;
+  readonly reports: ReportStore;
+  readonly idempotency: IdempotencyStore;
+  readonly flowResponses: FlowResponseStore;
+  readonly flowFiles: FlowFileStore;
+  /** The simulated network's media (used with NETWORK=simulator). */
+  readonly simulatorMedia: SimulatorMediaStore;
+  readonly webhookEndpoints: EndpointStore;
+  readonly webhookDeliveries: DeliveryStore;
+  /** The rate windows of the webhook endpoints' rate limits (a window of a second). */
+  readonly webhookThrottle: RateLimiter;
+}
+
+/**
  * What every capability is built from: the shared parts the composition
- * root makes once (STYLE.md: one composition root, no DI container).
+ * root makes once (README "Design" §14: one composition root, no DI
+ * container). No capability gets the database itself: it reads and writes
+ * through its stores.
  */
 export interface Platform {
   readonly config: Config & { mongodbUri: string };
-  readonly client: MongoClient;
-  readonly db: Db;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly scheduler: Scheduler;
@@ -40,6 +70,7 @@ export interface Platform {
   readonly signInLimits: SignInLimits;
   /** Prometheus metrics of this process (GET /metrics on the console port). */
   readonly metrics: Metrics;
+  readonly stores: CapabilityStores;
 }
 
 /**

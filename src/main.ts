@@ -5,7 +5,6 @@ import { SCOPES } from "./auth/scopes.js";
 import { loadDevCredentials, saveDevCredentials, type DevCredentials } from "./console/dev-credentials.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
 import { ensureDemoSenderAndTemplate } from "./messages/demo.js";
-import { systemClock } from "./shared/clock.js";
 import { startService, type RunningService } from "./server.js";
 import { createLogger, type Logger } from "./shared/logger.js";
 import { startEmbeddedMongo, type EmbeddedDatabase } from "./store/embedded-mongo.js";
@@ -44,7 +43,7 @@ async function ensureDemo(service: RunningService, credentials: DevCredentials, 
   const workspace =
     (await service.workspaces.findDemo()) ??
     (await service.workspaces.create({ name: "Demo workspace", credits: 1000, demo: true }));
-  const { senderId, templateId, formTemplateId } = await ensureDemoSenderAndTemplate(service.db, systemClock, workspace._id);
+  const { senderId, templateId, formTemplateId } = await ensureDemoSenderAndTemplate(service.stores, workspace._id);
   const kept = credentials.apiKeySecret ? await service.keys.findBySecretHash(hashSecret(credentials.apiKeySecret)) : null;
   const usable = kept && kept.workspace_id === workspace._id && !kept.revoked_at && (!kept.expires_at || kept.expires_at > new Date());
   if (usable) return { workspaceId: workspace._id, secret: credentials.apiKeySecret, senderId, templateId, formTemplateId };

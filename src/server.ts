@@ -9,7 +9,19 @@ import { WebhookService } from "../gen/messaging/v1/webhooks_pb.js";
 import { createAccountCapability } from "./account/account-capability.js";
 import { createAdmission } from "./auth/admission.js";
 import { createApiKeyStore, type ApiKeyStore } from "./auth/api-key-store.js";
-import type { Capability, Platform } from "./capability.js";
+import type { Capability, CapabilityStores, Platform } from "./capability.js";
+import { createFlowFileStore } from "./flows/flow-files.js";
+import { createFlowResponseStore } from "./flows/flow-response-store.js";
+import { createIdempotencyStore } from "./messages/idempotency.js";
+import { createMessageStore } from "./messages/message-store.js";
+import { createReportStore } from "./messages/report-store.js";
+import { createSimulatorMediaStore } from "./network/simulator-media.js";
+import { createSenderStore } from "./senders/sender-store.js";
+import { createTemplateStore } from "./templates/template-store.js";
+import { createDeliveryStore } from "./webhooks/delivery-store.js";
+import { createEndpointStore } from "./webhooks/endpoint-store.js";
+import { THROTTLE_WINDOW_MS } from "./webhooks/throttle.js";
+import { requireWebhookSecretKey } from "./webhooks/webhooks-capability.js";
 import type { Config } from "./config.js";
 import { createAuditLog, type AuditLog } from "./console/audit/audit-log.js";
 import { consoleRefusalInterceptor, createConsoleAdmission } from "./console/console-admission.js";
@@ -59,6 +71,8 @@ export interface RunningService {
   readonly scheduler: Scheduler;
   readonly events: EventBus;
   readonly publicServer: RpcServer | undefined;
+  /** The capabilities' stores (the entry point seeds the demo workspace through them). */
+  readonly stores: CapabilityStores;
   /** Writes the buffered last-use times of API keys now (otherwise every 5 s). */
   flushKeyUsage(): Promise<void>;
   /**
@@ -85,6 +99,28 @@ function createCapabilities(platform: Platform, auditLog: AuditLog): Capability[
     ...createMessagingCapabilities(platform),
     createWebhooksCapability(platform),
   ];
+}
+
+/**
+ * The capabilities' stores over `db` (README "Design" §14): each the one
+ * module of its collections.
+ *
+ * @throws Error when WEBHOOK_SECRET_KEY is missing (the webhook endpoints' signing secrets need it).
+ */
+function createCapabilityStores(db: Db, clock: Clock, config: Config): CapabilityStores {
+  return {
+    senders: createSenderStore(db, clock),
+    templates: createTemplateStore(db, clock),
+    messages: createMessageStore(db),
+    reports: createReportStore(db),
+    idempotency: createIdempotencyStore(db, clock),
+    flowResponses: createFlowResponseStore(db),
+    flowFiles: createFlowFileStore(db),
+    simulatorMedia: createSimulatorMediaStore(db, clock),
+    webhookEndpoints: createEndpointStore(db, clock, requireWebhookSecretKey(config.webhookSecretKey)),
+    webhookDeliveries: createDeliveryStore(db),
+    webhookThrottle: createRateLimiter(db, clock, THROTTLE_WINDOW_MS),
+  };
 }
 
 /** The application name the service gives the database in its connections' handshake (MongoDB's `appName`). */
@@ -164,8 +200,6 @@ export async function startService(options: StartOptions): Promise<RunningServic
   const auditLog = createAuditLog(db, logger);
   const platform: Platform = {
     config,
-    client,
-    db,
     clock,
     logger,
     scheduler,
@@ -179,6 +213,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
     consoleUsers,
     signInLimits,
     metrics,
+    stores: createCapabilityStores(db, clock, config),
   };
   const capabilities = createCapabilities(platform, auditLog);
   for (const capability of capabilities) {
@@ -286,6 +321,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
     scheduler,
     events,
     publicServer,
+    stores: platform.stores,
     flushKeyUsage: () => admission.flushUsage(),
     async close() {
       shuttingDown = true;

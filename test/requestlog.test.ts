@@ -18,7 +18,7 @@ async function rowOf(requestId: string | null): Promise<RequestLogRow> {
   expect(requestId).toMatch(/^req_/);
   return eventually(async () => {
     await t.flushRequestLog();
-    return (await t.service.requestLog.collection.findOne({ _id: requestId as string })) ?? undefined;
+    return (await t.service.db.collection<RequestLogRow>("request_log").findOne({ _id: requestId as string })) ?? undefined;
   });
 }
 
@@ -102,7 +102,7 @@ describe("request log (spec §What the service does, 5)", () => {
 
   it("prunes rows older than the retention", async () => {
     const old = new Date(Date.now() - 40 * 86_400_000);
-    await t.service.requestLog.collection.insertOne({
+    await t.service.db.collection<RequestLogRow>("request_log").insertOne({
       _id: "req_old_row",
       at: old,
       workspace_id: null,
@@ -119,7 +119,7 @@ describe("request log (spec §What the service does, 5)", () => {
     });
     const deleted = await t.service.requestLog.prune({ now: () => new Date() });
     expect(deleted).toBeGreaterThanOrEqual(1);
-    expect(await t.service.requestLog.collection.findOne({ _id: "req_old_row" })).toBeNull();
-    expect(await t.service.requestLog.collection.countDocuments()).toBeGreaterThan(0);
+    expect(await t.service.db.collection<RequestLogRow>("request_log").findOne({ _id: "req_old_row" })).toBeNull();
+    expect(await t.service.db.collection<RequestLogRow>("request_log").countDocuments()).toBeGreaterThan(0);
   });
 });

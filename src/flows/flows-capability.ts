@@ -7,9 +7,7 @@ import type { MessageStore } from "../messages/message-store.js";
 import type { NetworkAdapter } from "../network/network.js";
 import type { Simulator } from "../network/simulator.js";
 import { createFileFetcher } from "./file-fetch.js";
-import { createFlowFileStore } from "./flow-files.js";
 import { createFlowResponseService } from "./flow-response-service.js";
-import { createFlowResponseStore } from "./flow-response-store.js";
 import { createFlowSimulatorService } from "./flow-simulator-service.js";
 import { createFlowIntake } from "./intake.js";
 import { newId } from "../shared/ids.js";
@@ -35,10 +33,9 @@ export function createFlowsCapability(
   platform: Platform,
   deps: { messages: MessageStore; inbound: Inbound; network: NetworkAdapter; simulator: Simulator | undefined },
 ): Capability {
-  const { db, config, clock, logger, scheduler, events } = platform;
+  const { config, clock, logger, scheduler, events } = platform;
+  const { flowResponses: responses, flowFiles: files } = platform.stores;
   const owner = newId();
-  const responses = createFlowResponseStore(db);
-  const files = createFlowFileStore(db);
   const fetcher = createFileFetcher({
     responses,
     files,

@@ -1,8 +1,6 @@
-import type { Db } from "mongodb";
-import { createSenderStore } from "../senders/sender-store.js";
-import type { Clock } from "../shared/clock.js";
+import type { SenderStore } from "../senders/sender-store.js";
 import { parseBody } from "../templates/template-body.js";
-import { createTemplateStore } from "../templates/template-store.js";
+import type { TemplateStore } from "../templates/template-store.js";
 
 /** The demo sender's number (a reserved-looking US number) and template, as printed by `npm start`. */
 export const DEMO_SENDER_PHONE = "15550001234";
@@ -16,12 +14,10 @@ const DEMO_FORM_TEMPLATE = { name: "signup_form", language: "en", body: "Hello {
  * can send a message and a form.
  */
 export async function ensureDemoSenderAndTemplate(
-  db: Db,
-  clock: Clock,
+  stores: { senders: SenderStore; templates: TemplateStore },
   workspaceId: string,
 ): Promise<{ senderId: string; templateId: string; formTemplateId: string }> {
-  const senders = createSenderStore(db, clock);
-  const templates = createTemplateStore(db, clock);
+  const { senders, templates } = stores;
   const sender =
     (await senders.findActiveByPhone(workspaceId, DEMO_SENDER_PHONE)) ??
     (await senders.create({ workspaceId, phoneNumber: DEMO_SENDER_PHONE, name: "Demo sender", whatsappPhoneNumberId: null }));

@@ -1,4 +1,3 @@
-import type { Collection, Db } from "mongodb";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { MessageEventDataSchema } from "../../gen/messaging/v1/events_pb.js";
@@ -8,53 +7,23 @@ import { toRestJson } from "../contract/rest-json.js";
 import {
   inboundText,
   type InboundContent,
-  type InboundMessageReport,
   type NetworkErrorInfo,
   type NetworkReport,
   type StatusReport,
 } from "../network/network.js";
 import type { SenderStore } from "../senders/sender-store.js";
 import type { Clock } from "../shared/clock.js";
-import { isDuplicateKeyError } from "../shared/errors.js";
 import { newId } from "../shared/ids.js";
 import type { Logger } from "../shared/logger.js";
 import { LRUCache } from "lru-cache";
 import { GroupCommit } from "../store/group-commit.js";
-import { heldBy, LeasedQueue, leaseUpdate, waiting, type Queued, type Taken } from "../jobs/leased-queue.js";
-import { dropIndexIfPresent } from "../store/indexes.js";
+import { waiting, type LeasedQueue, type Taken } from "../jobs/leased-queue.js";
 import { MergedUpdates } from "../store/merged-updates.js";
 import type { MessageRecord, MessageStore, ReportMatch, StatusWrite } from "./message-store.js";
-
-/**
- * A report as kept in `message_reports`: every distinct report the network
- * made, with when it happened and when it arrived. The id makes duplicates
- * visible: one row per network message and status (or "received"). A row is
- * queued (src/jobs/leased-queue.ts) until it is applied: an inbound message
- * held by the process that received it, a status report whose message is
- * not known yet due a while later (the network may report before dispatch
- * recorded its id).
- */
-export interface ReportRecord extends Queued {
-  /** "<network message id or our message id>:<status>". */
-  _id: string;
-  /** Our message the report is about; null until it can be matched. */
-  message_id: string | null;
-  network_message_id: string;
-  status: StatusReport["status"] | "received";
-  occurred_at: Date;
-  received_at: Date;
-  error: NetworkErrorInfo | null;
-  /** The inbound message (kind "message" reports only). */
-  inbound: Omit<InboundMessageReport, "kind" | "occurredAt"> | null;
-  /** When its effects (status, event) were applied; null until then. */
-  applied_at: Date | null;
-  /** How many more times the same report arrived (and was ignored). */
-  duplicates: number;
-}
+import type { ReportRecord, ReportStore } from "./report-store.js";
 
 /** The one way network reports enter the service (reconciliation, DESIGN.md §8). */
 export interface Inbound {
-  readonly reports: Collection<ReportRecord>;
   /**
    * Takes a report from any adapter (or from dispatch itself): stores it once
    * (a repeat only counts as a duplicate), then applies it when its message
@@ -113,7 +82,7 @@ const EVENT_OF: Record<string, EventType> = {
 
 /** Creates the inbound path over `db`. */
 export function createInbound(deps: {
-  db: Db;
+  reports: ReportStore;
   messages: MessageStore;
   senders: SenderStore;
   credits: CreditStore;
@@ -131,8 +100,7 @@ export function createInbound(deps: {
   /** How often a worker claims due reports, in ms (QUEUE_CLAIM_INTERVAL_MS). */
   claimIntervalMs: number;
 }): Inbound {
-  const { messages, senders, credits, events, clock, logger } = deps;
-  const reports = deps.db.collection<ReportRecord>("message_reports");
+  const { reports, messages, senders, credits, events, clock, logger } = deps;
   const inboundHandlers = new Map<InboundContent["type"], (message: MessageRecord) => Promise<void>>();
 
   /**
@@ -140,8 +108,7 @@ export function createInbound(deps: {
    * (appliedLater); one whose message is still unknown is tried again a
    * while later, for a day, then kept unapplied.
    */
-  const queue: LeasedQueue<ReportRecord> = new LeasedQueue<ReportRecord>({
-    collection: reports,
+  const queue: LeasedQueue<ReportRecord> = reports.queue({
     name: "network reports",
     owner: deps.owner,
     clock,
@@ -153,8 +120,8 @@ export function createInbound(deps: {
   });
 
   /** Marks a report applied (and its message), out of the queue, while `lease` holds it. */
-  async function markApplied(row: ReportRecord, lease: string, messageId?: string): Promise<void> {
-    await reports.updateOne({ _id: row._id, ...heldBy(lease) }, leaseUpdate<ReportRecord>({ kind: "complete" }, { $set: { applied_at: clock.now(), ...(messageId ? { message_id: messageId } : {}) } }));
+  function markApplied(row: ReportRecord, lease: string, messageId?: string): Promise<void> {
+    return reports.markApplied(row._id, lease, clock.now(), messageId);
   }
 
   async function appliedLater({ record: row, lease }: Taken<ReportRecord>): Promise<void> {
@@ -165,18 +132,7 @@ export function createInbound(deps: {
     // Not ours (yet): tried again later, for a day after it arrived; then it stays, unapplied, out of the queue.
     const now = clock.now();
     const change = now.getTime() - row.received_at.getTime() < 86_400_000 ? ({ kind: "release", dueAt: new Date(now.getTime() + deps.claimTimeoutMs) } as const) : ({ kind: "complete" } as const);
-    await reports.updateOne({ _id: row._id, ...heldBy(lease) }, leaseUpdate<ReportRecord>(change));
-  }
-
-  async function store(row: ReportRecord): Promise<boolean> {
-    try {
-      await reports.insertOne(row);
-      return true;
-    } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err;
-      await reports.updateOne({ _id: row._id }, { $inc: { duplicates: 1 } });
-      return false;
-    }
+    await reports.endLease(row._id, lease, change);
   }
 
   /** What an event says of its report; `dedupe` names the occurrence (the same name never fires twice). */
@@ -316,7 +272,7 @@ export function createInbound(deps: {
       return markApplied(row, lease);
     }
     const messageId = row.message_id ?? newId("msg");
-    if (!row.message_id) await reports.updateOne({ _id: row._id, ...heldBy(lease) }, { $set: { message_id: messageId } });
+    if (!row.message_id) await reports.setMessageId(row._id, lease, messageId);
     const record: MessageRecord = {
       _id: messageId,
       workspace_id: workspaceId,
@@ -348,7 +304,6 @@ export function createInbound(deps: {
   }
 
   return {
-    reports,
     onInbound(type, handler) {
       inboundHandlers.set(type, handler);
     },
@@ -370,7 +325,7 @@ export function createInbound(deps: {
           ...held.fields,
           duplicates: 0,
         };
-        if (await store(row)) await applyInbound(row, held.lease);
+        if (await reports.insertOnce(row)) await applyInbound(row, held.lease);
         return;
       }
       if (report.messageId && applied.has(`${report.messageId}:${report.status}`)) return countRepeat(report.messageId);
@@ -384,7 +339,7 @@ export function createInbound(deps: {
       // A duplicate: counted on the message, nothing else changes.
       if (message) return countRepeat(message._id);
       // Not ours yet (the network may report before dispatch recorded its id): kept, and applied from the queue later.
-      await store({
+      await reports.insertOnce({
         _id: `${report.networkMessageId || report.messageId}:${report.status}`,
         message_id: report.messageId ?? null,
         network_message_id: report.networkMessageId,
@@ -437,13 +392,7 @@ export function createInbound(deps: {
       await followUps.flush();
     },
     async ensureIndexes() {
-      await reports.createIndex({ network_message_id: 1, applied_at: 1 });
-      await queue.ensureIndex();
-      // Reports of earlier releases not applied, found by that release's index: queued, due now; then the index dropped.
-      if (await reports.indexExists("applied_at_1_received_at_1").catch(() => false)) {
-        await reports.updateMany({ applied_at: null, due_at: { $exists: false } }, { $set: waiting(clock.now()), $unset: { claimed_at: "" } });
-        await dropIndexIfPresent(reports, "applied_at_1_received_at_1");
-      }
+      await reports.ensureIndexes(clock.now());
     },
   };
 }

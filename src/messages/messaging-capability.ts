@@ -9,16 +9,12 @@ import { registerService } from "../gateway/services.js";
 import { createNetwork } from "../network/create-network.js";
 import { createSimulatorService } from "../network/simulator-service.js";
 import { createSendersCapability } from "../senders/senders-capability.js";
-import { createSenderStore } from "../senders/sender-store.js";
 import { createTemplatesCapability } from "../templates/templates-capability.js";
-import { createTemplateStore } from "../templates/template-store.js";
 import { createDispatcher } from "./dispatch.js";
-import { createIdempotencyStore } from "./idempotency.js";
 import { createInbound } from "./inbound.js";
 import { createMessageService } from "./message-service.js";
 import { createMessageLogService } from "./message-log-service.js";
 import { createMessageStatsService } from "./message-stats-service.js";
-import { createMessageStore } from "./message-store.js";
 import { newId } from "../shared/ids.js";
 
 /** Name of the recovery sweep job. */
@@ -45,13 +41,10 @@ export const MESSAGES_CLAIM_JOB = "messages.claim";
  * and the network.
  */
 export function createMessagingCapabilities(platform: Platform): Capability[] {
-  const { db, clock, logger, config, events, credits } = platform;
+  const { clock, logger, config, events, credits } = platform;
+  const { senders, templates, messages, idempotency, reports } = platform.stores;
   const owner = newId();
-  const senders = createSenderStore(db, clock);
-  const templates = createTemplateStore(db, clock);
-  const messages = createMessageStore(db);
-  const idempotency = createIdempotencyStore(db, clock);
-  const inbound = createInbound({ db, messages, senders, credits, events, clock, logger, claimTimeoutMs: config.recoveryAgeMs, owner, claimIntervalMs: config.queueClaimIntervalMs });
+  const inbound = createInbound({ reports, messages, senders, credits, events, clock, logger, claimTimeoutMs: config.recoveryAgeMs, owner, claimIntervalMs: config.queueClaimIntervalMs });
   const { network, simulator } = createNetwork(platform, (report) => inbound.handle(report));
   const dispatcher = createDispatcher({
     messages,

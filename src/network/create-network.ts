@@ -1,12 +1,11 @@
 import type { Platform } from "../capability.js";
 import type { NetworkAdapter, ReportSink } from "./network.js";
 import { createSimulator, type Simulator } from "./simulator.js";
-import { createSimulatorMediaStore } from "./simulator-media.js";
 import { createWhatsAppAdapter } from "./whatsapp/whatsapp-adapter.js";
 
 /** Builds the network adapter NETWORK chooses, handing its reports to `sink`. */
 export function createNetwork(platform: Platform, sink: ReportSink): { network: NetworkAdapter; simulator?: Simulator } {
-  const { config, clock, logger, db } = platform;
+  const { config, clock, logger, stores } = platform;
   if (config.network === "whatsapp") {
     const network = createWhatsAppAdapter(
       {
@@ -29,7 +28,7 @@ export function createNetwork(platform: Platform, sink: ReportSink): { network: 
       outOfOrderPercent: config.simulatorOutOfOrderPercent,
       clock,
       logger,
-      media: createSimulatorMediaStore(db, clock),
+      media: stores.simulatorMedia,
     },
     sink,
   );

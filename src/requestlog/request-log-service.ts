@@ -11,7 +11,6 @@ import { actsAsOperator, consoleActorOf, mayRead, requireWorkspaceAccess } from 
 import { requireWorkspace } from "../console/workspace-service.js";
 import type { Clock } from "../shared/clock.js";
 import { apiError, invalidArgument, notFound } from "../shared/errors.js";
-import { listPage } from "../store/pagination.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
 import type { RequestLog, RequestLogRow } from "./request-log.js";
 
@@ -50,7 +49,6 @@ export function createRequestLogService(deps: {
   clock: Clock;
 }): Partial<ServiceImpl<typeof RequestLogService>> {
   const { requestLog, workspaces, clock } = deps;
-  const rows = requestLog.collection;
 
   /** The workspace part of the filter, after the access check; rows past their retention are never shown. */
   async function scope(context: Parameters<typeof requireWorkspaceAccess>[0], workspaceId: string): Promise<Filter<RequestLogRow>> {
@@ -69,7 +67,8 @@ export function createRequestLogService(deps: {
 
   return {
     async getLoggedRequest(req, context) {
-      const row = await rows.findOne({ _id: req.id, expires_at: { $gt: clock.now() } });
+      const found = await requestLog.get(req.id);
+      const row = found && found.expires_at > clock.now() ? found : null;
       // Visible as in the lists: rows of a workspace to its roles, rows without one (key not recognised) to the operator.
       if (!row || !mayRead(consoleActorOf(context), row.workspace_id)) throw notFound("request", req.id);
       return { request: loggedRequestToProto(row) };
@@ -87,22 +86,17 @@ export function createRequestLogService(deps: {
           ...(req.until ? { $lt: timestampDate(req.until) } : {}),
         };
       }
-      const page = await listPage(rows, filter, req, "at");
+      const page = await requestLog.list(filter, req);
       return { object: "list", data: page.items.map(loggedRequestToProto), total: page.total, nextPageToken: page.nextPageToken };
     },
 
     async listRefusedRequestGroups(req, context) {
       const since = req.since ? timestampDate(req.since) : new Date(clock.now().getTime() - DAY_MS);
       const filter = { ...(await scope(context, req.workspaceId)), ...refusedSince(since) };
-      const counts = await rows
-        .aggregate<{ _id: string; count: number }>([{ $match: filter }, { $group: { _id: "$error_code", count: { $sum: 1 } } }])
-        .toArray();
+      const counts = await requestLog.countByErrorCode(filter);
       const groups = await Promise.all(
-        counts.map(async ({ _id: code, count }) => {
-          const [first, last] = await Promise.all([
-            rows.find({ ...filter, error_code: code }).sort({ at: 1, _id: 1 }).limit(1).next(),
-            rows.find({ ...filter, error_code: code }).sort({ at: -1, _id: -1 }).limit(1).next(),
-          ]);
+        counts.map(async ({ code, count }) => {
+          const [first, last] = await Promise.all([requestLog.firstOrLast({ ...filter, error_code: code }, false), requestLog.firstOrLast({ ...filter, error_code: code }, true)]);
           return {
             errorCode: code,
             count,
@@ -126,7 +120,7 @@ export function createRequestLogService(deps: {
       const size = Math.ceil((now - start) / buckets);
       const counts = await Promise.all(
         Array.from({ length: buckets }, (_, i) =>
-          rows.countDocuments({
+          requestLog.count({
             ...base,
             error_code: { $ne: null },
             at: { $gte: new Date(start + i * size), $lt: new Date(start + (i + 1) * size) },

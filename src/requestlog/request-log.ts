@@ -1,4 +1,5 @@
-import type { Collection, Db } from "mongodb";
+import type { Db, Filter } from "mongodb";
+import { listPage, type Page, type PageRequest } from "../store/pagination.js";
 import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
 import type { Protocol } from "../gateway/request-state.js";
@@ -55,7 +56,16 @@ export interface RequestLogOptions {
 
 /** The request log: rows are buffered and written in batches. */
 export interface RequestLog {
-  readonly collection: Collection<RequestLogRow>;
+  /** A row by its request id, or null. */
+  get(id: string): Promise<RequestLogRow | null>;
+  /** Rows matching `filter`, newest first by `at`. */
+  list(filter: Filter<RequestLogRow>, page: PageRequest): Promise<Page<RequestLogRow>>;
+  /** Rows matching `filter` counted by error code. */
+  countByErrorCode(filter: Filter<RequestLogRow>): Promise<{ code: string; count: number }[]>;
+  /** The first (or, with `last`, the latest) row matching `filter` by `at`, or null. */
+  firstOrLast(filter: Filter<RequestLogRow>, last: boolean): Promise<RequestLogRow | null>;
+  /** Rows matching `filter`. */
+  count(filter: Filter<RequestLogRow>): Promise<number>;
   /**
    * Buffers a row, written within flushMs. The log takes the object over: it
    * sets its expires_at (from the retention) and stores it as it is.
@@ -126,7 +136,14 @@ export function createRequestLog(db: Db, options: RequestLogOptions): RequestLog
   }
 
   return {
-    collection,
+    get: (id) => collection.findOne({ _id: id }),
+    list: (filter, page) => listPage(collection, filter, page, "at"),
+    async countByErrorCode(filter) {
+      const counts = await collection.aggregate<{ _id: string; count: number }>([{ $match: filter }, { $group: { _id: "$error_code", count: { $sum: 1 } } }]).toArray();
+      return counts.map(({ _id, count }) => ({ code: _id, count }));
+    },
+    firstOrLast: (filter, last) => collection.find(filter).sort(last ? { at: -1, _id: -1 } : { at: 1, _id: 1 }).limit(1).next(),
+    count: (filter) => collection.countDocuments(filter),
     record(row) {
       const stored = row as RequestLogRow; // the row is the log's from here on: completed in place, not copied
       stored.expires_at = new Date(row.at.getTime() + options.retentionMs);

@@ -4,14 +4,10 @@ import { WebhookService } from "../../gen/messaging/v1/webhooks_pb.js";
 import type { Capability, Platform } from "../capability.js";
 import { registerService } from "../gateway/services.js";
 import { createDeliveryService } from "./delivery-service.js";
-import { createDeliveryStore } from "./delivery-store.js";
 import { Dispatcher } from "./dispatcher.js";
 import { createEndpointService } from "./endpoint-service.js";
-import { createEndpointStore } from "./endpoint-store.js";
 import { countedAttempts, createWebhookSender } from "./http-sender.js";
-import { THROTTLE_WINDOW_MS } from "./throttle.js";
 import { createWebhookService } from "./webhook-service.js";
-import { createRateLimiter } from "../ratelimit/rate-limiter.js";
 
 /**
  * Signed webhook delivery (spec §Webhook endpoint, §Events, §Delivery
@@ -22,14 +18,10 @@ import { createRateLimiter } from "../ratelimit/rate-limiter.js";
  * @throws Error when WEBHOOK_SECRET_KEY is missing (the entry point supplies one for the embedded database).
  */
 export function createWebhooksCapability(platform: Platform): Capability {
-  const { config, db, clock, logger, events, workspaces } = platform;
-  const secretKey = config.webhookSecretKey;
-  if (!secretKey) {
-    throw new Error("WEBHOOK_SECRET_KEY must be set: it encrypts the webhook signing secrets (32 bytes, hex or base64)");
-  }
+  const { config, clock, logger, events, workspaces } = platform;
+  const { webhookEndpoints: endpoints, webhookDeliveries: store } = platform.stores;
+  const secretKey = requireWebhookSecretKey(config.webhookSecretKey);
   const policy = { allowPrivateTargets: config.webhookAllowPrivateTargets, allowHttpLoopback: config.webhookAllowHttpLoopback };
-  const endpoints = createEndpointStore(db, clock, secretKey);
-  const store = createDeliveryStore(db);
   const sender = countedAttempts(createWebhookSender({ timeoutMs: config.webhookAttemptTimeoutMs, policy, clock }), platform.metrics);
   platform.metrics.gauge("msgsvc_webhook_endpoints_disabled", "Webhook endpoints disabled (by hand or after 20 failures in a row).", () =>
     endpoints.countDisabled(),
@@ -53,7 +45,7 @@ export function createWebhooksCapability(platform: Platform): Capability {
     claimIntervalMs: config.webhookClaimIntervalMs,
     claims: config.role !== "api",
     // The endpoints' rate limits: one-second windows of the shared counters (subjects webhook:<endpoint>).
-    throttleLimiter: createRateLimiter(db, clock, THROTTLE_WINDOW_MS),
+    throttleLimiter: platform.stores.webhookThrottle,
   });
   return {
     name: "webhooks",
@@ -69,4 +61,14 @@ export function createWebhooksCapability(platform: Platform): Capability {
     start: () => dispatcher.start(),
     stop: () => dispatcher.stop(),
   };
+}
+
+/**
+ * The key that encrypts the webhook signing secrets (WEBHOOK_SECRET_KEY).
+ *
+ * @throws Error when it is missing (the entry point supplies one for the embedded database).
+ */
+export function requireWebhookSecretKey(key: Buffer | undefined): Buffer {
+  if (!key) throw new Error("WEBHOOK_SECRET_KEY must be set: it encrypts the webhook signing secrets (32 bytes, hex or base64)");
+  return key;
 }
