@@ -127,7 +127,7 @@ function createCapabilityStores(db: Db, clock: Clock, config: Config): Capabilit
 export const DATABASE_APP_NAME = "messaging-service";
 
 /**
- * The composition root (STYLE.md): builds the MongoDB client, stores, Agenda,
+ * The composition root (README "Design" §14): builds the MongoDB client, stores, Agenda,
  * admission, the capabilities, interceptors and both ports, as production
  * and tests alike run it. ROLE decides what runs: "all" (ports and jobs),
  * "api" (ports) or "worker" (jobs).
@@ -139,7 +139,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
   tuneHeap(config.heapGrowingPercent);
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
-  // Money and state are written with w: "majority" and read from the primary (DESIGN.md §5), stated here
+  // Money and state are written with w: "majority" and read from the primary (README "Design" §5), stated here
   // rather than left to the server's defaults.
   const client = new MongoClient(config.mongodbUri, {
     // The name MongoDB's logs and currentOp show for these connections, unless the URI gives one

@@ -69,7 +69,7 @@ export function isWellFormedSecret(secret: string): boolean {
   return secretShapeProblem(secret) === undefined;
 }
 
-/** The stored form of a secret: lowercase hex SHA-256 (DESIGN.md §7). */
+/** The stored form of a secret: lowercase hex SHA-256 (README "Design" §7). */
 export function hashSecret(secret: string): string {
   return hash("sha256", secret, "hex");
 }

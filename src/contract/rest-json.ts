@@ -13,7 +13,7 @@ import { timestampDate, timestampFromMs, type Timestamp } from "@bufbuild/protob
 import type { FieldViolation } from "../shared/errors.js";
 
 /*
- * The REST JSON mapping (DESIGN.md §3). It differs from canonical proto3 JSON
+ * The REST JSON mapping (README "Design" §3). It differs from canonical proto3 JSON
  * on purpose, to read like the spec:
  * - field names are the proto (snake_case) names;
  * - every field is written: unset messages and unset optional scalars as null;

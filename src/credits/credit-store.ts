@@ -62,7 +62,7 @@ export interface Reservation {
   settle(): Promise<void>;
 }
 
-/** Balances and the credit ledger (DESIGN.md §5: single-document atomic updates only). */
+/** Balances and the credit ledger (README "Design" §5: single-document atomic updates only). */
 export interface CreditStore {
   /** A ledger entry by id (and, when given, of `workspaceId`), or null. */
   getEntry(id: string, workspaceId?: string): Promise<LedgerEntry | null>;

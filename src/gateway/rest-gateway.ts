@@ -125,7 +125,7 @@ async function readBody(req: NodeRequest, limit: number): Promise<Buffer> {
 
 /**
  * Builds the REST gateway of `services` from the google.api.http options of
- * their descriptors (DESIGN.md §2): path templates with nested fields,
+ * their descriptors (README "Design" §2): path templates with nested fields,
  * `body: "*"` or a field, the other fields from query parameters (dotted
  * names for nested fields, repeated keys for lists), `response_body`, and
  * google.api.HttpBody for raw responses, unary or server-streamed (written

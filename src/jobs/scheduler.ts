@@ -21,7 +21,7 @@ export interface JobSpec<Data = unknown> {
   backoff?: BackoffStrategy;
 }
 
-/** Background work on Agenda (DESIGN.md §6), with jobs stored in the `jobs` collection. */
+/** Background work on Agenda (README "Design" §6), with jobs stored in the `jobs` collection. */
 export interface Scheduler {
   /** The Agenda instance, for capabilities that schedule their own jobs. */
   readonly agenda: Agenda;

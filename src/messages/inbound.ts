@@ -22,7 +22,7 @@ import { MergedUpdates } from "../store/merged-updates.js";
 import type { MessageRecord, MessageStore, ReportMatch, StatusWrite } from "./message-store.js";
 import type { ReportRecord, ReportStore } from "./report-store.js";
 
-/** The one way network reports enter the service (reconciliation, DESIGN.md §8). */
+/** The one way network reports enter the service (reconciliation, README "Design" §8). */
 export interface Inbound {
   /**
    * Takes a report from any adapter (or from dispatch itself): stores it once

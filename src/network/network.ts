@@ -2,7 +2,7 @@ import type { Readable } from "node:stream";
 import type { HttpRoute } from "../gateway/node-http.js";
 
 /*
- * The messaging network is a port (DESIGN.md §8): the service hands it
+ * The messaging network is a port (README "Design" §8): the service hands it
  * template messages and hears back from it through inbound reports. Two
  * adapters implement it: the in-process simulator and the WhatsApp Business
  * Cloud API. Whatever the adapter, reports go through one function (see

@@ -1,4 +1,4 @@
-/** Source of the current time, injectable so tests can move it (DESIGN.md §9). */
+/** Source of the current time, injectable so tests can move it (README "Design" §9). */
 export interface Clock {
   /** The current time. */
   now(): Date;

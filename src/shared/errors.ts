@@ -10,7 +10,7 @@ import {
 export const ERROR_DOMAIN = "messaging-service";
 
 /**
- * The one error table (DESIGN.md §4): every error code the service answers,
+ * The one error table (README "Design" §4): every error code the service answers,
  * with its HTTP status (REST) and gRPC code (gRPC, gRPC-Web, Connect).
  */
 export const errorTable = {
@@ -132,7 +132,7 @@ export function invalidArgument(field: string, rule: string): ConnectError {
   return violationsError([{ field, description: rule }]);
 }
 
-/** A resource of another workspace is simply not found (STYLE.md). */
+/** A resource of another workspace is simply not found (README "Design" §16). */
 export function notFound(kind: string, id: string): ConnectError {
   return apiError("not_found", `No ${kind} with id ${JSON.stringify(id)}`, { resource: kind, id });
 }

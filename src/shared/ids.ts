@@ -1,7 +1,7 @@
 import { hash, randomUUID } from "node:crypto";
 import { v5 as uuidv5, v7 as uuidv7 } from "uuid";
 
-/** Readable prefixes of resource ids (DESIGN.md §3). */
+/** Readable prefixes of resource ids (README "Design" §3). */
 export type IdPrefix = "msg" | "frs" | "tpl" | "whk" | "snd";
 
 /**

@@ -4,7 +4,7 @@ export type { Logger } from "pino";
 
 /**
  * Paths pino replaces with "[redacted]" in every log line: credentials and
- * secrets never reach the logs (DESIGN.md §7).
+ * secrets never reach the logs (README "Design" §7).
  */
 export const redactedPaths = [
   "authorization",

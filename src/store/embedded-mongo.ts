@@ -7,7 +7,7 @@ import { projectRoot } from "../shared/project-root.js";
 import type { Logger } from "../shared/logger.js";
 
 /*
- * The embedded default database (DESIGN.md §5): mongo-java-server, started
+ * The embedded default database (README "Design" §5): mongo-java-server, started
  * by the service itself when MONGODB_URI is unset. The launcher is a few
  * lines of Java (embedded-mongo/EmbeddedMongoServer.java) whose dependencies
  * Maven resolves from Maven Central on the first start; it is compiled once

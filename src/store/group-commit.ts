@@ -5,7 +5,7 @@
  * together share a write), or after a linger of a few ms where the items'
  * callers can wait that long; under load, writes grow instead of queueing up.
  * This is how the webhook engine and the credit ledger turn thousands of small records per second
- * into a few database commands (DESIGN.md §6: a write budget).
+ * into a few database commands (README "Design" §6: a write budget).
  */
 export class GroupCommit<T, R> {
   private pending: { item: T; resolve: (result: R) => void; reject: (err: unknown) => void }[] = [];

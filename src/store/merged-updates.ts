@@ -4,7 +4,7 @@
  * update, and the updates of all keys that are due go into one write. For
  * small changes that may wait and that commute (clearing a mark whose work
  * is done, counting a repeat), where writing each at once would update the
- * same document several times within a second (DESIGN.md §6: a write
+ * same document several times within a second (README "Design" §6: a write
  * budget). What is held is lost if the process dies, so only changes that
  * the sweeps repair (or that are counts allowed to miss a crash) belong here.
  */

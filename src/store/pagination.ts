@@ -1,7 +1,7 @@
 import type { Collection, Document, Filter } from "mongodb";
 import { invalidArgument } from "../shared/errors.js";
 
-/** Default and largest page sizes of every list (STYLE.md, AIP-158). */
+/** Default and largest page sizes of every list (README "Design" §16, AIP-158). */
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
 

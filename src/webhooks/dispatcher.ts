@@ -82,7 +82,7 @@ export interface DispatcherOptions {
 }
 
 /**
- * The webhook delivery engine (spec §Delivery rules, DESIGN.md §6): one
+ * The webhook delivery engine (spec §Delivery rules, README "Design" §6): one
  * delivery document per event and endpoint, updated in place
  * (delivery-store.ts).
  *

@@ -16,7 +16,7 @@ export interface EndpointRecord {
   url: string;
   /** Event types it receives. */
   events: string[];
-  /** The signing secret, encrypted (never in clear, DESIGN.md §7). */
+  /** The signing secret, encrypted (never in clear, README "Design" §7). */
   secret: EncryptedSecret;
   /** whsec_ prefix, first four characters, ellipsis, last four. */
   secret_hint: string;

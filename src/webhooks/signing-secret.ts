@@ -25,7 +25,7 @@ export function secretHint(secret: string): string {
   return `${SIGNING_SECRET_PREFIX}${rest.slice(0, 4)}…${rest.slice(-4)}`;
 }
 
-/** A signing secret as stored: AES-256-GCM ciphertext, never the secret (DESIGN.md §7). */
+/** A signing secret as stored: AES-256-GCM ciphertext, never the secret (README "Design" §7). */
 export interface EncryptedSecret {
   /** Format version: 1 = AES-256-GCM, 12-byte IV, 16-byte tag, base64 fields. */
   v: 1;
