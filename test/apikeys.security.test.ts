@@ -16,7 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-describe("API key secrets (spec §Authentication 2, README "Design" §7)", () => {
+describe("API key secrets (spec §Authentication 2, README, Design §7)", () => {
   it("stores only the SHA-256 hash of the secret, never the secret", async () => {
     const key = await t.createKey(workspaceId, { name: "hashed" });
     const raw = await t.service.db.collection("api_keys").findOne({ _id: key.id as never });

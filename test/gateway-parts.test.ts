@@ -61,7 +61,7 @@ describe("path templates (google/api/http.proto grammar)", () => {
   });
 });
 
-describe("REST JSON mapping (README "Design" §3)", () => {
+describe("REST JSON mapping (README, Design §3)", () => {
   it("writes snake_case, explicit nulls, ISO millisecond times, bare enum names and int64 as numbers", () => {
     const message = create(MessageSchema, {
       messageId: "msg_1",

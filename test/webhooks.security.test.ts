@@ -21,7 +21,7 @@ afterAll(() => t.close());
 
 const consoleRest = (method: string, path: string, body?: unknown) => rest(t.consoleUrl, method, path, { key: TEST_CONSOLE_TOKEN, body });
 
-describe("signing secrets (README "Design" §7)", () => {
+describe("signing secrets (README, Design §7)", () => {
   it("are shown once, stored encrypted, and never returned again", async () => {
     const ws = await t.createWorkspace();
     const created = await consoleRest("POST", `/console/v1/workspaces/${ws}/webhook_endpoints`, {
