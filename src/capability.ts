@@ -7,6 +7,7 @@ import type { ReportStore } from "./messages/report-store.js";
 import type { SimulatorMediaStore } from "./network/simulator-media.js";
 import type { SenderStore } from "./senders/sender-store.js";
 import type { TemplateStore } from "./templates/template-store.js";
+import type { QueueClaims } from "./jobs/queue-claims.js";
 import type { DeliveryStore } from "./webhooks/delivery-store.js";
 import type { EndpointStore } from "./webhooks/endpoint-store.js";
 import type { ApiKeyStore } from "./auth/api-key-store.js";
@@ -71,6 +72,8 @@ export interface Platform {
   /** Prometheus metrics of this process (GET /metrics on the console port). */
   readonly metrics: Metrics;
   readonly stores: CapabilityStores;
+  /** The drains of this process's queues, run by one recurring claim job in worker processes. */
+  readonly queueClaims: QueueClaims;
 }
 
 /**

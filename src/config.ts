@@ -189,10 +189,11 @@ const variables = z.object({
   DISPATCH_CLAIM_TIMEOUT_MS: integer(60_000, 100, 3_600_000, "milliseconds"),
   /**
    * How often each worker claims the queued work of messages and forms that waits (a retry of dispatch, a report
-   * whose message was not known yet, a form's files to fetch, whatever a stopped process left), in ms; a worker
-   * also wakes at the instant the next record falls due.
+   * whose message was not known yet, a form's files to fetch, whatever a stopped process left), in ms. A worker
+   * also wakes at the instant a record falls due: for its own retries, and, after each claim, for the first record
+   * due within two intervals, so this bounds only how late a lapsed lease is taken over.
    */
-  QUEUE_CLAIM_INTERVAL_MS: integer(1000, 10, 60_000, "milliseconds"),
+  QUEUE_CLAIM_INTERVAL_MS: integer(5000, 10, 60_000, "milliseconds"),
   /** Interval of the messages recovery sweep, in ms. */
   MESSAGES_SWEEP_INTERVAL_MS: integer(30_000, 100, 3_600_000, "milliseconds"),
   /**

@@ -39,6 +39,8 @@ import { mergeServices, registerService } from "./gateway/services.js";
 import { createHealthService } from "./health/health-service.js";
 import { createOpenApiCapability } from "./openapi/openapi-capability.js";
 import { createPruneJob, PRUNE_JOB } from "./jobs/maintenance.js";
+import { QueueClaims } from "./jobs/queue-claims.js";
+import { newId } from "./shared/ids.js";
 import { createScheduler, type Scheduler } from "./jobs/scheduler.js";
 import { createRateLimiter } from "./ratelimit/rate-limiter.js";
 import { createRequestLog, type RequestLog } from "./requestlog/request-log.js";
@@ -139,6 +141,8 @@ export async function startService(options: StartOptions): Promise<RunningServic
   tuneHeap(config.heapGrowingPercent);
   const logger = options.logger ?? createLogger(config.logLevel);
   const clock = options.clock ?? systemClock;
+  /** Names this process's recurring jobs. */
+  const processId = newId();
   // Money and state are written with w: "majority" and read from the primary (README "Design" §5), stated here
   // rather than left to the server's defaults.
   const client = new MongoClient(config.mongodbUri, {
@@ -214,6 +218,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
     signInLimits,
     metrics,
     stores: createCapabilityStores(db, clock, config),
+    queueClaims: new QueueClaims(),
   };
   const capabilities = createCapabilities(platform, auditLog);
   for (const capability of capabilities) {
@@ -308,6 +313,8 @@ export async function startService(options: StartOptions): Promise<RunningServic
     for (const { job, everyMs } of capabilities.flatMap((c) => c.schedules ?? [])) await scheduler.every(everyMs, job);
   }
   for (const capability of capabilities) await capability.start?.();
+  const removeQueueClaims =
+    config.role === "api" ? undefined : await scheduler.everyInThisProcess(QueueClaims.JOB, processId, config.queueClaimIntervalMs, () => platform.queueClaims.drainAll());
   logger.info({ role: config.role, publicPort, consolePort }, "service started");
 
   return {
@@ -327,6 +334,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
       shuttingDown = true;
       await Promise.all([publicServer?.close(config.shutdownTimeoutMs), consoleServer?.close(config.shutdownTimeoutMs)]);
       if (usageTimer) clearInterval(usageTimer);
+      await removeQueueClaims?.().catch((err: unknown) => logger.warn({ err }, "removing this process's queue claim job failed"));
       for (const capability of [...capabilities].reverse()) await capability.stop?.();
       await scheduler.stop();
       await admission.flushUsage().catch((err: unknown) => logger.warn({ err }, "recording key use failed"));

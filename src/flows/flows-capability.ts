@@ -15,15 +15,12 @@ import { newId } from "../shared/ids.js";
 /** Name of the flows sweep job. */
 export const FLOWS_SWEEP_JOB = "flows.sweep";
 
-/** The kind of each worker's recurring claim job of the fetch queue (named `flows.claim:<process>`). */
-export const FLOWS_CLAIM_JOB = "flows.claim";
-
 /**
  * Forms (README §Forms): form submissions from any network adapter become
  * flow responses (frs_<uuid>) traced to the message that carried the form;
  * their files are fetched from the network into GridFS (a leased queue of the
  * responses, begun by the process that recorded them; each worker claims
- * what waits with its own recurring job, FLOWS_CLAIM_JOB), which then fires
+ * what waits with the process's queue claims), which then fires
  * flow.completed; the public FlowResponseService reads them
  * (flow_responses:read); the simulator's console methods upload media and
  * submit forms. The sweep flows.sweep (every MESSAGES_SWEEP_INTERVAL_MS)
@@ -57,7 +54,6 @@ export function createFlowsCapability(
     const media = (await deps.simulator?.media.prune()) ?? 0;
     if (media > 0) logger.info({ media }, "flows sweep: simulated media deleted");
   };
-  let removeClaimJob: (() => Promise<void>) | undefined;
   return {
     name: "flows",
     publicServices: [registerService(FlowResponseService, createFlowResponseService({ responses, files }))],
@@ -72,11 +68,10 @@ export function createFlowsCapability(
       await sweep().catch((err: unknown) => logger.error({ err }, "flows sweep at start failed"));
       // The one-job-per-fetch of earlier releases: their responses are queued now (FlowResponseStore.ensureIndexes).
       await scheduler.agenda.cancel({ name: "flows.fetch_files" }).catch((err: unknown) => logger.warn({ err }, "removing earlier releases' fetch jobs failed"));
-      removeClaimJob = await scheduler.everyInThisProcess(FLOWS_CLAIM_JOB, owner, config.queueClaimIntervalMs, () => fetcher.drain());
+      platform.queueClaims.add(() => fetcher.drain());
       fetcher.start();
     },
     async stop() {
-      await removeClaimJob?.().catch((err: unknown) => logger.warn({ err }, "removing this process's flows claim job failed"));
       await fetcher.stop();
     },
   };

@@ -20,8 +20,6 @@ import { newId } from "../shared/ids.js";
 /** Name of the recovery sweep job. */
 export const MESSAGES_SWEEP_JOB = "messages.sweep";
 
-/** The kind of each worker's recurring claim job of the messages' queues (named `messages.claim:<process>`). */
-export const MESSAGES_CLAIM_JOB = "messages.claim";
 
 
 /**
@@ -31,7 +29,7 @@ export const MESSAGES_CLAIM_JOB = "messages.claim";
  * network's callbacks, reconciliation of reports and the message.* events,
  * and the simulator's console service. Two queues (src/jobs/leased-queue.ts)
  * hold what waits: messages under dispatch and reports not applied yet; each
- * worker claims them (its own recurring job MESSAGES_CLAIM_JOB, every
+ * worker claims them (the process's queue claims, every
  * QUEUE_CLAIM_INTERVAL_MS, and wake-ups), which also takes over what a
  * stopped process left. The recovery sweep (MESSAGES_SWEEP_INTERVAL_MS, and
  * once when a worker starts) completes the follow-ups: events whose status
@@ -70,7 +68,6 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     }
   };
   const isWorker = config.role !== "api";
-  let removeClaimJob: (() => Promise<void>) | undefined;
 
   const messagesCapability: Capability = {
     name: "messages",
@@ -106,14 +103,12 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     async start() {
       if (!isWorker) return;
       await sweep().catch((err: unknown) => logger.error({ err }, "messages sweep at start failed"));
-      removeClaimJob = await platform.scheduler.everyInThisProcess(MESSAGES_CLAIM_JOB, owner, config.queueClaimIntervalMs, async () => {
-        await Promise.all([dispatcher.drain(), inbound.drain()]);
-      });
+      platform.queueClaims.add(() => dispatcher.drain());
+      platform.queueClaims.add(() => inbound.drain());
       dispatcher.start();
       inbound.start();
     },
     async stop() {
-      await removeClaimJob?.().catch((err: unknown) => logger.warn({ err }, "removing this process's messages claim job failed"));
       await dispatcher.stop();
       await inbound.close();
       await network.stop?.();
