@@ -12,7 +12,7 @@ import type { SignInLimits } from "../sign-in-limits.js";
 import { apiError, isDuplicateKeyError, notFound, toConnectError } from "../../shared/errors.js";
 import { isUuid } from "../../shared/validation.js";
 import type { WorkspaceStore } from "../../workspaces/workspace-store.js";
-import { requireOperator, requireWorkspaceAccess } from "../console-access.js";
+import { recordWorkspace, requireOperator, requireWorkspaceAccess } from "../console-access.js";
 import { requireWorkspace } from "../workspace-service.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
 import type { ConsoleUserRecord, ConsoleUserStore, Role } from "./user-store.js";
@@ -103,6 +103,9 @@ export function createConsoleUserService(options: ConsoleUserServicesOptions): P
 
   return {
     async createConsoleUser(req, context) {
+      // A user made with roles in one workspace is a change of that workspace's people: in its audit log.
+      const granted = new Set(req.roles.map((r) => r.workspaceId));
+      if (granted.size === 1) recordWorkspace(context, [...granted][0]!);
       requireOperator(context);
       const email = req.email.trim().toLowerCase();
       for (const r of req.roles) await requireWorkspace(workspaces, r.workspaceId);
