@@ -37,6 +37,7 @@ const groups: Record<string, () => Promise<Group>> = {
   messages: async () => (await import("./commands/messages.js")).messageCommands,
   events: async () => (await import("./commands/messages.js")).eventCommands,
   simulate: async () => (await import("./commands/simulate.js")).simulateCommands,
+  "flow-responses": async () => (await import("./commands/flow-responses.js")).flowResponseCommands,
   webhooks: async () => (await import("./commands/webhooks.js")).webhookCommands,
   deliveries: async () => (await import("./commands/deliveries.js")).deliveryCommands,
   attempts: async () => (await import("./commands/attempts.js")).attemptCommands,

@@ -1,3 +1,4 @@
+import { FlowResponseService as ConsoleFlowResponseService } from "../../gen/messaging/console/v1/flow_responses_pb.js";
 import { SimulatorService } from "../../gen/messaging/console/v1/simulator_pb.js";
 import { FlowResponseService } from "../../gen/messaging/v1/flow_responses_pb.js";
 import type { Capability, Platform } from "../capability.js";
@@ -8,6 +9,7 @@ import type { NetworkAdapter } from "../network/network.js";
 import type { Simulator } from "../network/simulator.js";
 import { createFileFetcher } from "./file-fetch.js";
 import { createFlowFileStore } from "./flow-files.js";
+import { createFlowResponseConsoleService } from "./flow-response-console-service.js";
 import { createFlowResponseService } from "./flow-response-service.js";
 import { createFlowResponseStore } from "./flow-response-store.js";
 import { createFlowSimulatorService } from "./flow-simulator-service.js";
@@ -21,7 +23,8 @@ export const FLOWS_SWEEP_JOB = "flows.sweep";
  * flow responses (frs_<uuid>) traced to the message that carried the form;
  * their files are fetched from the network into GridFS by the
  * flows.fetch_files job, which then fires flow.completed; the public
- * FlowResponseService reads them (flow_responses:read); the simulator's
+ * FlowResponseService reads them (flow_responses:read), and the console's
+ * for the workspace's people; the simulator's
  * console methods upload media and submit forms. The sweep flows.sweep (every
  * MESSAGES_SWEEP_INTERVAL_MS, and once when a worker starts) re-schedules
  * fetches whose job was lost or whose worker stopped, and deletes simulated
@@ -59,7 +62,10 @@ export function createFlowsCapability(
   return {
     name: "flows",
     publicServices: [registerService(FlowResponseService, createFlowResponseService({ responses, files }))],
-    consoleServices: [registerService(SimulatorService, createFlowSimulatorService({ simulator: deps.simulator, messages: deps.messages, responses }))],
+    consoleServices: [
+      registerService(SimulatorService, createFlowSimulatorService({ simulator: deps.simulator, messages: deps.messages, responses })),
+      registerService(ConsoleFlowResponseService, createFlowResponseConsoleService({ responses, files, workspaces: platform.workspaces })),
+    ],
     jobs: [fetcher.job as never, { name: FLOWS_SWEEP_JOB, concurrency: 1, run: sweep }],
     schedules: [{ job: FLOWS_SWEEP_JOB, everyMs: config.messagesSweepIntervalMs }],
     async ensureIndexes() {
