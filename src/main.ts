@@ -85,7 +85,8 @@ function banner(
     "",
     "Messaging service is running.",
     `  Public API (gRPC, gRPC-Web, Connect, REST /v1): ${api}`,
-    `  Console API and web console:                     ${consoleUrl}${demoAdmin ? `  (sign in: ${demoAdmin.email} / ${demoAdmin.password})` : ""}`,
+    `  Console API and web console:                     ${consoleUrl}`,
+    ...(demoAdmin ? [`  Web console sign-in (kept across restarts):       ${demoAdmin.email} / ${demoAdmin.password}`] : []),
     "",
   ];
   const cli = `  export CONSOLE_URL=${consoleUrl} CONSOLE_TOKEN=${consoleToken} PATH="$PWD/node_modules/.bin:$PATH"`;
