@@ -39,6 +39,8 @@ export interface ConsoleUserServicesOptions {
   signInLimits: SignInLimits;
   /** Session lifetime, in ms. */
   sessionTtlMs: number;
+  /** The port the public API listens on once it does (undefined before, and in a process without one). */
+  publicPort?: () => number | undefined;
 }
 
 function sessionTokenOf(context: HandlerContext): string | undefined {
@@ -80,9 +82,10 @@ export function createSessionService(options: ConsoleUserServicesOptions): Parti
     },
     async getCurrentUser(_req, context) {
       const actor = requestState(context).consoleActor;
-      if (actor?.kind !== "user") return { kind: "operator" };
+      const publicPort = options.publicPort?.() ?? 0;
+      if (actor?.kind !== "user") return { kind: "operator", publicPort };
       const user = await users.get(actor.userId);
-      return { kind: "user", user: user ? consoleUserToProto(user) : undefined };
+      return { kind: "user", user: user ? consoleUserToProto(user) : undefined, publicPort };
     },
   };
 }
