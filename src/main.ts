@@ -24,6 +24,9 @@ import { loadOrCreateSecretKey } from "./webhooks/secret-key-file.js";
  */
 const EMBEDDED_COMMIT_INTERVAL_MS = 100;
 
+/** The grpcurl the banner and README name in their install line (github.com/fullstorydev/grpcurl). */
+const GRPCURL_VERSION = "v1.9.4";
+
 /** What the banner shows of the demo workspace. */
 interface Demo {
   workspaceId: string;
@@ -59,6 +62,13 @@ async function ensureDemo(service: RunningService, credentials: DevCredentials, 
   return { workspaceId: workspace._id, secret, senderId, templateId, formTemplateId };
 }
 
+/**
+ * What `npm start` prints once the service is up: its two ports, and for
+ * local development (the embedded database, with the demo workspace) the
+ * sign-in, two `export` lines to paste into another shell, and the short
+ * path of README "Quick start" with this run's ports and ids, each command
+ * runnable as printed, in order (test/first-hour.test.ts runs them).
+ */
 function banner(
   config: Config,
   service: RunningService,
@@ -74,53 +84,36 @@ function banner(
     "",
     "Messaging service is running.",
     `  Public API (gRPC, gRPC-Web, Connect, REST /v1): ${api}`,
-    `  Console API (messaging.console.v1, /console/v1):  ${consoleUrl}`,
+    `  Console API and web console:                     ${consoleUrl}`,
+    ...(demoAdmin ? [`  Web console sign-in (kept across restarts):       ${demoAdmin.email} / ${demoAdmin.password}`] : []),
     "",
   ];
-  if (tokenNote) {
-    lines.push(`CONSOLE_TOKEN was not set; ${tokenNote}. For the msgsvc CLI:`);
+  const cli = `  export CONSOLE_URL=${consoleUrl} CONSOLE_TOKEN=${consoleToken} PATH="$PWD/node_modules/.bin:$PATH"`;
+  if (!demo) {
+    lines.push(tokenNote ? `CONSOLE_TOKEN was not set; ${tokenNote}. For the msgsvc CLI, in this folder:` : "For the msgsvc CLI, in this folder:", cli, "  msgsvc workspaces list", "");
   } else {
-    lines.push("For the msgsvc CLI:");
-  }
-  lines.push(`  export CONSOLE_URL=${consoleUrl} CONSOLE_TOKEN=${consoleToken}`, "  npx msgsvc workspaces list", "");
-  if (demoAdmin) {
-    lines.push(`Console sign-in (bootstrap admin, kept across restarts): ${demoAdmin.email} / ${demoAdmin.password}`, "");
-  }
-  if (demo) {
-    const sendBody = JSON.stringify({ to: "4915112345678", sender: demo.senderId, template: { id: demo.templateId, variables: { name: "Ada", code: "123456" } } });
+    const send = (templateId: string, variables: Record<string, string>, flow?: { token: string }) =>
+      `  curl -s ${api}/v1/messages -H "Authorization: Bearer $API_KEY" -H "Content-Type: application/json" \\\n    -d '${JSON.stringify({ to: "4915112345678", sender: demo.senderId, template: { id: templateId, variables, ...(flow ? { flow } : {}) } })}' | jq`;
+    const newest = (name: string) => `  ${name}=$(curl -s "${api}/v1/messages?page_size=1" -H "Authorization: Bearer $API_KEY" | jq -r '.data[0].message_id')`;
     lines.push(
-      `Demo workspace ${demo.workspaceId}, API key (kept in DATA_DIR/dev-credentials.json across restarts):`,
-      `  export API_KEY=${demo.secret}`,
+      `In another shell, in this folder, paste these (the same at every start: DATA_DIR/dev-credentials.json keeps them${tokenNote ? "" : "; CONSOLE_TOKEN is yours"}):`,
+      cli,
+      `  export API_KEY=${demo.secret} WORKSPACE_ID=${demo.workspaceId} SENDER_ID=${demo.senderId} TEMPLATE_ID=${demo.templateId} FORM_TEMPLATE_ID=${demo.formTemplateId}`,
       "",
-      "REST:",
-      `  curl -s ${api}/v1/me -H "Authorization: Bearer $API_KEY"`,
-      "Connect (JSON over HTTP/1.1):",
-      `  curl -s ${api}/messaging.v1.AccountService/GetMe -H "Authorization: Bearer $API_KEY" -H "Content-Type: application/json" -d '{}'`,
-      "gRPC (buf curl reads the protos of this repository):",
+      `Then try these in order (README.md "Quick start" says what each does; ${config.messagePriceCredits} credit a message, network: ${config.network}; jq reads the ids):`,
+      `  msgsvc webhooks listen --workspace "$WORKSPACE_ID" &`,
+      send(demo.templateId, { name: "Ada", code: "123456" }),
+      newest("MESSAGE_ID"),
+      `  curl -s ${api}/v1/messages/$MESSAGE_ID -H "Authorization: Bearer $API_KEY" | jq`,
+      `  msgsvc simulate reply --message "$MESSAGE_ID" --text 'Thanks!'`,
+      `  msgsvc messages get "$MESSAGE_ID"`,
+      send(demo.formTemplateId, { name: "Ada" }, { token: "signup-4711" }),
+      newest("FORM_MESSAGE_ID"),
+      `  FLOW_RESPONSE_ID=$(msgsvc simulate flow --message "$FORM_MESSAGE_ID" --response '{"name":"Ada"}' --file id_photo=test/fixtures/photo.jpg --file contract=test/fixtures/contract.pdf --wait --json | jq -r .flow_response_id)`,
+      `  curl -s -o "\${TMPDIR:-/tmp}/photo.jpg" ${api}/v1/flow_responses/$FLOW_RESPONSE_ID/files/0 -H "Authorization: Bearer $API_KEY"`,
       `  npx buf curl --schema . --protocol grpc --http2-prior-knowledge -H "Authorization: Bearer $API_KEY" ${api}/messaging.v1.AccountService/GetMe`,
-      "gRPC with grpcurl (server reflection: no protos needed):",
-      `  grpcurl -plaintext localhost:${service.publicPort} list`,
-      `  grpcurl -plaintext -H "Authorization: Bearer $API_KEY" localhost:${service.publicPort} messaging.v1.AccountService/GetMe`,
-      "",
-      `Send a message (${config.messagePriceCredits} credit each; network: ${config.network}; numbers ending in 9990-9995 are the simulator's test numbers, see README):`,
-      `  curl -s ${api}/v1/messages -H "Authorization: Bearer $API_KEY" -H "Content-Type: application/json" -H "Idempotency-Key: demo-$(date +%s)" \\`,
-      `    -d '${sendBody}'`,
-      "Read it back (status moves to sent, delivered and read within seconds):",
-      `  curl -s ${api}/v1/messages/MESSAGE_ID -H "Authorization: Bearer $API_KEY"`,
-      `  curl -s "${api}/v1/messages?status=read" -H "Authorization: Bearer $API_KEY"`,
-      "Send over gRPC:",
-      `  npx buf curl --schema . --protocol grpc --http2-prior-knowledge -H "Authorization: Bearer $API_KEY" -d '${sendBody}' ${api}/messaging.v1.MessageService/SendMessage`,
-      "Receive the workspace's webhooks here (a local receiver, its endpoint, signatures verified; Ctrl-C deletes it):",
-      `  npx msgsvc webhooks listen --workspace ${demo.workspaceId} [--events message.read,flow.completed] [--status 500]`,
-      "Simulate the recipient's reply, see the credits:",
-      "  npx msgsvc simulate reply --message MESSAGE_ID --text 'Thanks!'",
-      `  npx msgsvc credits ledger --workspace ${demo.workspaceId}`,
-      "Send the form template, submit the form with files (fires flow.completed), read it and download a file:",
-      `  curl -s ${api}/v1/messages -H "Authorization: Bearer $API_KEY" -H "Content-Type: application/json" \\`,
-      `    -d '${JSON.stringify({ to: "4915112345678", sender: demo.senderId, template: { id: demo.formTemplateId, variables: { name: "Ada" }, flow: { token: "signup-4711" } } })}'`,
-      `  npx msgsvc simulate flow --message MESSAGE_ID --response '{"name":"Ada"}' --file id_photo=./photo.jpg --file contract=./contract.pdf`,
-      `  curl -s "${api}/v1/flow_responses?flow_token=signup-4711" -H "Authorization: Bearer $API_KEY"`,
-      `  curl -sOJ ${api}/v1/flow_responses/FLOW_RESPONSE_ID/files/0 -H "Authorization: Bearer $API_KEY"`,
+      `  grpcurl -plaintext -H "Authorization: Bearer $API_KEY" localhost:${service.publicPort} messaging.v1.AccountService/GetMe   # go install github.com/fullstorydev/grpcurl/cmd/grpcurl@${GRPCURL_VERSION}`,
+      "  kill %1",
       "",
     );
   }

@@ -92,11 +92,11 @@ const PUBLIC_SERVICES = [AccountService, SenderService, TemplateService, Message
  * The capabilities of the service, in the order they start. Each plugs its
  * handlers, HTTP routes, jobs and indexes in through the Capability shape.
  */
-function createCapabilities(platform: Platform, auditLog: AuditLog): Capability[] {
+function createCapabilities(platform: Platform, auditLog: AuditLog, publicPort: () => number | undefined): Capability[] {
   return [
     createAccountCapability(),
     createTenancyCapability(platform),
-    createConsoleCapability(platform, auditLog),
+    createConsoleCapability(platform, auditLog, publicPort),
     createOpenApiCapability(),
     ...createMessagingCapabilities(platform),
     createWebhooksCapability(platform),
@@ -220,7 +220,8 @@ export async function startService(options: StartOptions): Promise<RunningServic
     stores: createCapabilityStores(db, clock, config),
     queueClaims: new QueueClaims(),
   };
-  const capabilities = createCapabilities(platform, auditLog);
+  let publicPort: number | undefined;
+  const capabilities = createCapabilities(platform, auditLog, () => publicPort);
   for (const capability of capabilities) {
     await capability.ensureIndexes?.();
     for (const job of capability.jobs ?? []) scheduler.define(job);
@@ -230,7 +231,6 @@ export async function startService(options: StartOptions): Promise<RunningServic
 
   let publicServer: RpcServer | undefined;
   let consoleServer: RpcServer | undefined;
-  let publicPort: number | undefined;
   let consolePort: number | undefined;
   let usageTimer: NodeJS.Timeout | undefined;
 

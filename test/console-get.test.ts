@@ -104,9 +104,12 @@ describe("Get of audit entries, logged requests and ledger entries", () => {
     expect(JSON.parse(run.stdout)).toMatchObject({ id, amount: 7 });
   });
 
-  it("an audit entry: REST, Connect, gRPC and msgsvc audit get", async () => {
+  it("an audit entry: REST, Connect, gRPC and msgsvc audit get, by the id msgsvc audit list shows", async () => {
     const list = await t.console(AuditLogService).listAuditEntries({ workspaceId, pageSize: 1 });
     const id = list.data[0]!.id;
+    const table = await msgsvc(t, ["audit", "list", "--workspace", workspaceId, "--page-size", "1"]);
+    expect(table.stdout.split("\n")[0]).toMatch(/^ID +AT +ACTOR +OPERATION/);
+    expect(table.stdout.split("\n")[1]?.split(/ +/)[0]).toBe(id);
     const overRest = await rest(t.consoleUrl, "GET", `/console/v1/audit_entries/${id}`, { key: TEST_CONSOLE_TOKEN });
     expect(overRest.status).toBe(200);
     expect(overRest.json).toMatchObject({ id, object: "audit_entry", workspace_id: workspaceId, operation: list.data[0]!.operation });
@@ -118,7 +121,7 @@ describe("Get of audit entries, logged requests and ledger entries", () => {
     expect((await rest(t.consoleUrl, "GET", "/console/v1/audit_entries/req_unknown", { key: TEST_CONSOLE_TOKEN })).status).toBe(404);
   });
 
-  it("a logged request by its Request-Id: REST, Connect, gRPC and msgsvc requests get", async () => {
+  it("a logged request by its Request-Id: REST, Connect, gRPC and msgsvc requests get, by the id msgsvc requests list shows", async () => {
     const key = await t.createKey(workspaceId, { name: "logged" });
     const me = await rest(t.publicUrl, "GET", "/v1/me", { key: key.secret });
     const id = me.headers.get("request-id") as string;
@@ -128,6 +131,9 @@ describe("Get of audit entries, logged requests and ledger entries", () => {
       return answer.status === 200 ? answer : undefined;
     });
     expect(overRest.json).toMatchObject({ id, object: "request", http_method: "GET", path: "/v1/me", http_status: 200, api_key_id: key.id });
+    const table = await msgsvc(t, ["requests", "list", "--workspace", workspaceId, "--key", key.id]);
+    expect(table.stdout.split("\n")[0]).toMatch(/^ID +AT +PROTOCOL/);
+    expect(table.stdout.split("\n")[1]?.split(/ +/)[0]).toBe(id);
     expect((await t.console(RequestLogService).getLoggedRequest({ id })).request?.path).toBe("/v1/me");
     expect((await grpcJsCall(port(), RequestLogService.method.getLoggedRequest, { id }, auth)).response?.request?.id).toBe(id);
     const run = await msgsvc(t, ["requests", "get", id, "--json"]);

@@ -223,6 +223,27 @@ describe("audit log", () => {
     expect(own.length).toBeGreaterThan(0);
     expect(own.every((e) => e.workspaceId === workspaceB)).toBe(true);
   });
+
+  it("puts a workspace's creation, suspension and resumption in that workspace's log, a refused suspension too", async () => {
+    const { workspace } = await t.console(WorkspaceService).createWorkspace({ name: "audited workspace" });
+    const id = workspace!.id;
+    await createUser("audited-admin@example.com", [{ workspaceId: id, role: ConsoleRole.ADMIN }]);
+    const token = await login("audited-admin@example.com", "a-good-password-123");
+    await t.console(WorkspaceService).suspendWorkspace({ id });
+    await t.console(WorkspaceService).resumeWorkspace({ id });
+    expect((await errorOf(as(WorkspaceService, token).suspendWorkspace({ id })))?.code).toBe(Code.PermissionDenied);
+
+    const log = (await t.console(AuditLogService).listAuditEntries({ workspaceId: id, pageSize: 100 })).data;
+    expect(log.map((e) => [e.operation.split("/")[1], e.actor, e.outcome]).reverse()).toEqual([
+      ["CreateWorkspace", "operator", "ok"],
+      ["CreateConsoleUser", "operator", "ok"],
+      ["SuspendWorkspace", "operator", "ok"],
+      ["ResumeWorkspace", "operator", "ok"],
+      ["SuspendWorkspace", "audited-admin@example.com", "permission_denied"],
+    ]);
+    // The workspace's admin reads all of it.
+    expect((await as(AuditLogService, token).listAuditEntries({ workspaceId: id, pageSize: 100 })).data).toHaveLength(5);
+  });
 });
 
 describe("API key updates", () => {

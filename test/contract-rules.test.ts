@@ -78,13 +78,13 @@ describe("the rules in the protos", () => {
   it("the README's rule tables are those the protos declare (npm run generate writes them)", async () => {
     const readme = await readFile(path.join(projectRoot, "README.md"), "utf8");
     expect(readmeWithRules(readme)).toBe(readme);
-    expect(readme).toContain("| SendMessage | `to` | 8 to 15 digits with country code");
+    expect(readme).toContain("| SendMessage | `to` | required; 8 to 15 digits with country code");
   });
 
   it("the OpenAPI document carries them: keywords and a Rules line", async () => {
     const doc = JSON.parse(await readFile(path.join(projectRoot, "gen", "openapi", "messaging.v1.openapi.json"), "utf8"));
     const { SendMessageRequest, SendMessageTemplate, SendMessageTemplateFlow } = doc.components.schemas;
-    expect(SendMessageRequest.properties.to.description).toMatch(/Rules: 8 to 15 digits with country code, without '\+', spaces or a leading 0\.$/);
+    expect(SendMessageRequest.properties.to.description).toMatch(/Rules: required; 8 to 15 digits with country code, without '\+', spaces or a leading 0\.$/);
     expect(SendMessageTemplate.properties.variables.additionalProperties).toEqual({ type: "string", maxLength: 1024 });
     expect(SendMessageTemplateFlow.properties.token).toMatchObject({ maxLength: 200 });
     expect(SendMessageTemplateFlow.properties.token.description).toMatch(/Rules: at most 200 characters; printable ASCII\.$/);

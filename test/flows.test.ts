@@ -4,6 +4,8 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConsoleRole, ConsoleUserService } from "../gen/messaging/console/v1/console_users_pb.js";
+import { FlowResponseService as ConsoleFlowResponseService } from "../gen/messaging/console/v1/flow_responses_pb.js";
 import { SimulatorService } from "../gen/messaging/console/v1/simulator_pb.js";
 import { FlowResponseService } from "../gen/messaging/v1/flow_responses_pb.js";
 import { projectRoot } from "../src/shared/project-root.js";
@@ -193,6 +195,47 @@ describe("a simulated submission with two files", () => {
     }
     const big = await grpcJsServerStream(grpcAddress(), FlowResponseService.method.getFlowResponseFile, { id: flowResponseId, index: 0 }, { authorization: `Bearer ${key.secret}` });
     expect(big.messages.length).toBeGreaterThan(1); // streamed in chunks, not one message
+  });
+
+  it("shows the workspace's people the response and its files through the console: REST, Connect, msgsvc", async () => {
+    const data = JSON.parse(event.body).data;
+    const list = await rest(t.consoleUrl, "GET", `/console/v1/workspaces/${workspaceId}/flow_responses?message_id=${messageId}`, { key: TEST_CONSOLE_TOKEN });
+    expect(list.json).toEqual({ object: "list", data: [data], total: 1, next_page_token: null });
+    expect((await rest(t.consoleUrl, "GET", `/console/v1/flow_responses/${flowResponseId}`, { key: TEST_CONSOLE_TOKEN })).json).toEqual(data);
+    const file = await fetch(`${t.consoleUrl}/console/v1/flow_responses/${flowResponseId}/files/1`, { headers: { authorization: `Bearer ${TEST_CONSOLE_TOKEN}` } });
+    expect(file.headers.get("content-disposition")).toBe('attachment; filename="contract.pdf"');
+    expect(Buffer.from(await file.arrayBuffer()).equals(contract)).toBe(true);
+    const chunks: Uint8Array[] = [];
+    for await (const body of t.console(ConsoleFlowResponseService).getFlowResponseFile({ id: flowResponseId, index: 0 })) chunks.push(body.data);
+    expect(sha256(Buffer.concat(chunks))).toBe(sha256(photo));
+
+    const table = await msgsvc(t, ["flow-responses", "list", "--workspace", workspaceId, "--flow-token", "signup-4711"]);
+    expect(table.stdout.split("\n")[0]).toMatch(/^ID +RECEIVED_AT +FROM/);
+    expect(table.stdout.split("\n")[1]?.split(/ +/)[0]).toBe(flowResponseId);
+    const output = path.join(dir, "downloaded.jpg");
+    const saved = await msgsvc(t, ["flow-responses", "file", flowResponseId, "0", "--output", output]);
+    expect(saved).toMatchObject({ code: 0, stdout: `Saved ${output} (${photo.length} bytes)\n` });
+    expect(sha256(await readFile(output))).toBe(sha256(photo));
+
+    // Someone without a role in the workspace learns nothing, not even that it exists.
+    const other = await t.createWorkspace("Other forms");
+    await t.console(ConsoleUserService).createConsoleUser({ email: "forms-outsider@example.com", password: "a-good-password-123", roles: [{ workspaceId: other, role: ConsoleRole.ADMIN }] });
+    const token = (await rest(t.consoleUrl, "POST", "/console/v1/sessions", { body: { email: "forms-outsider@example.com", password: "a-good-password-123" } })).json.token as string;
+    expect((await rest(t.consoleUrl, "GET", `/console/v1/flow_responses/${flowResponseId}`, { key: token })).json.error.code).toBe("not_found");
+    expect((await rest(t.consoleUrl, "GET", `/console/v1/flow_responses/${flowResponseId}/files/0`, { key: token })).status).toBe(404);
+    expect((await rest(t.consoleUrl, "GET", `/console/v1/workspaces/${workspaceId}/flow_responses`, { key: token })).json.error.code).toBe("permission_denied");
+    expect((await rest(t.consoleUrl, "GET", `/console/v1/flow_responses/${flowResponseId}/files/7`, { key: TEST_CONSOLE_TOKEN })).json.error.code).toBe("not_found");
+  });
+
+  it("simulate flow --wait answers once the response is readable, its files stored", async () => {
+    const next = await sendForm("4915112340009", "signup-wait");
+    const cli = await msgsvc(t, ["simulate", "flow", "--message", next, "--file", `id_photo=${path.join(dir, "contract.pdf")}`, "--wait", "--json"]);
+    expect(cli.code, cli.stderr).toBe(0);
+    const answer = JSON.parse(cli.stdout);
+    expect(answer).toMatchObject({ completed: true, flow_response_id: expect.stringMatching(/^frs_/) });
+    const got = await rest(t.publicUrl, "GET", `/v1/flow_responses/${answer.flow_response_id}`, { key: key.secret });
+    expect(got.status).toBe(200);
+    expect(got.json.files[0]).toMatchObject({ file_name: "contract.pdf", error: null, sha256: sha256(contract) });
   });
 
   it("stored the files in GridFS and kept no network reference on them", async () => {

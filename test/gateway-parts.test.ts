@@ -132,7 +132,7 @@ describe("REST JSON mapping (README, Design §3)", () => {
 
   it("checks integer ranges and accepts text values only where asked (query parameters)", () => {
     const big = fromRestJson(MessageSchema, { error: { code: 2 ** 31 } });
-    expect(big.ok ? [] : big.violations[0]?.description).toBe("must be a whole number from -2147483648 to 2147483647");
+    expect(big.ok ? [] : big.violations[0]?.description).toBe("must be from -2147483648 to 2147483647");
     const text = fromRestJson(MessageSchema, { credits: "12", status: "read" }, { textValues: true });
     expect(text.ok && text.message.credits).toBe(12n);
   });

@@ -84,11 +84,27 @@ describe("errors in every protocol", () => {
     expect(res.headers.get("ratelimit-limit")).toBe("100");
   });
 
-  it("names the methods a known path accepts", async () => {
+  it("answers a known path with another method 405 method_not_allowed, naming the methods it accepts in Allow (RFC 9110)", async () => {
     const res = await rest(t.publicUrl, "DELETE", "/v1/me", { key: key.secret });
-    expect(res.status).toBe(404);
-    expect(res.json.error.message).toBe("No route for DELETE /v1/me; it accepts GET");
+    expect(res.status).toBe(405);
+    expect(res.json.error).toMatchObject({
+      code: "method_not_allowed",
+      message: "DELETE is not allowed on /v1/me; it accepts GET",
+      details: { method: "DELETE", path: "/v1/me", allow: "GET" },
+    });
     expect(res.headers.get("allow")).toBe("GET");
+    const messages = await rest(t.publicUrl, "PUT", "/v1/messages", { key: key.secret, body: {} });
+    expect(messages.status).toBe(405);
+    expect(messages.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "POST"]);
+    // The open services (health, reflection) are POSTed to.
+    const health = await fetch(`${t.publicUrl}/grpc.health.v1.Health/Check`);
+    expect(health.status).toBe(405);
+    expect(health.headers.get("allow")).toBe("POST");
+    expect(((await health.json()) as { error: { code: string } }).error.code).toBe("method_not_allowed");
+    // The console's REST routes alike.
+    const workspaces = await rest(t.consoleUrl, "DELETE", "/console/v1/workspaces", { key: TEST_CONSOLE_TOKEN });
+    expect(workspaces.status).toBe(405);
+    expect(workspaces.headers.get("allow")?.split(", ").sort()).toEqual(["GET", "POST"]);
   });
 
   it("answers malformed JSON with 400 invalid_argument naming the problem", async () => {

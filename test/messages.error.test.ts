@@ -7,7 +7,7 @@ import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
 import { MessageService } from "../gen/messaging/v1/messages_pb.js";
 import { clientFor, rest } from "./helpers/clients.js";
 import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
-import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
+import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 let t: TestService;
 let workspaceId: string;
@@ -78,6 +78,25 @@ describe("validation names every field and rule at once", () => {
   it("requires the template", async () => {
     const res = await send({ to: "4915123456789", sender: senderId });
     expect(violations(res)).toEqual(["template: is required"]);
+  });
+
+  it("says a missing or empty recipient, sender and template id are required, not what shape they lack", async () => {
+    expect(violations(await send({}))).toEqual(["to: is required", "sender: is required", "template: is required"]);
+    expect(violations(await send({ to: "", sender: "", template: { id: "" } }))).toEqual(["to: is required", "sender: is required", "template.id: is required"]);
+  });
+
+  it("tells -1 and a number past int32 the same range of page_size; one over 100 is read as 100", async () => {
+    for (const size of ["-1", "99999999999", "-99999999999"]) {
+      const res = await rest(t.publicUrl, "GET", `/v1/messages?page_size=${size}`, { key: key.secret });
+      expect(res.status, size).toBe(400);
+      expect(res.json.error.message, size).toBe("page_size: must be from 0 to 2147483647");
+    }
+    // A key's budget (100 a minute) cannot make 101 messages and list them; the console's lists page the same way.
+    for (let i = 0; i < 101; i++) await t.createWorkspace(`Page size ${i}`);
+    const cut = await rest(t.consoleUrl, "GET", "/console/v1/workspaces?page_size=1000000", { key: TEST_CONSOLE_TOKEN });
+    expect(cut.status).toBe(200);
+    expect(cut.json.data).toHaveLength(100);
+    expect(cut.json.next_page_token).toEqual(expect.any(String));
   });
 
   it("refuses unknown senders and templates, and those of another workspace, as invalid_argument", async () => {

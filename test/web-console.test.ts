@@ -1,27 +1,37 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { createHash } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { CHROMIUM_ARGS, ensureChromium } from "./helpers/chromium.js";
 import { verifyWebhookSignature } from "../src/webhooks/signature.js";
+import { projectRoot } from "../src/shared/project-root.js";
 import { rest } from "./helpers/clients.js";
-import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
+import { createSender, createTemplate, FAST_MESSAGING, msgsvc } from "./helpers/messaging.js";
 import { answerOk, answerStatus, startReceiver, type Receiver } from "./helpers/receivers.js";
 import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 /**
  * Run in the page: its width against the viewport's, text nodes that read "null", "undefined" or
- * "[object Object]" (with where they are), and error alerts shown.
+ * "[object …]" (with where they are), and error alerts shown.
  */
 const LAYOUT_CHECK = `(() => {
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   const stray = [];
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    if (/^(null|undefined|\\[object Object\\])$/.test(n.textContent.trim())) stray.push(n.textContent + " in " + n.parentElement.outerHTML.slice(0, 200));
+    if (/^(null|undefined)$|\\[object \\w+\\]/.test(n.textContent.trim())) stray.push(n.textContent + " in " + n.parentElement.outerHTML.slice(0, 200));
   }
   const root = document.documentElement;
   return { scrollWidth: root.scrollWidth, clientWidth: root.clientWidth, stray, alerts: [...document.querySelectorAll("[role=alert]")].map((a) => a.textContent) };
 })()`;
 
+const execFileAsync = promisify(execFile);
 const ADMIN = { email: "web-admin@example.com", password: "web-console-password-1" };
+/** Where the layout test keeps a screenshot of every page at each width (ignored by git, under .cache). */
+const SCREENSHOTS = path.join(projectRoot, ".cache", "screenshots", "web-console");
 const chromiumPath = await ensureChromium();
 if (!chromiumPath.path) process.stderr.write(`Skipping the browser test: ${chromiumPath.reason}\n`);
 
@@ -156,7 +166,7 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     expect(await page.textContent("[data-test=credit-balance]")).toBe("41");
     expect(await page.textContent("tr[data-status=read] [data-test=count]")).toBe("1");
     expect(await page.textContent("tr[data-status=failed] [data-test=count]")).toBe("0");
-    expect(await page.locator("section", { hasText: "Credit ledger" }).textContent()).toContain(sent.json.message_id);
+    expect(await page.locator(`section:has-text("Credit ledger") [data-id='${sent.json.message_id}']`).count()).toBe(1);
 
     // The message log: filtered by status, then the message with its timeline, credits and events.
     await page.click("nav a[href='#messages']");
@@ -173,7 +183,7 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     await expect.poll(() => page.locator("[data-test=timeline-status]").allTextContents()).toEqual(["accepted", "sent", "delivered", "read"]);
     expect(await page.textContent("tr[data-credit-kind=spend]")).toContain("-1");
     await expect.poll(() => page.locator("tr[data-event-id]").count()).toBe(3);
-    await page.locator("tr[data-event-id]", { hasText: "message.read" }).locator("button").click();
+    await page.locator("tr[data-event-id]", { hasText: "message.read" }).locator("button", { hasText: "Payload" }).click();
     const payload = JSON.parse((await page.locator("[data-test=event-payload]:visible").textContent()) ?? "{}");
     expect(payload).toMatchObject({ message_id: sent.json.message_id, status: "read", to: "4915123450001" });
   });
@@ -313,8 +323,106 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     expect(JSON.parse((await page.locator("[data-test=audit-request]:visible").textContent()) ?? "{}")).toMatchObject({ name: "browser key" });
   });
 
+  it("shows senders, templates with the request that sends them, credits with a confirmed top-up, and form responses with their files", async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    // Senders: each with its id shortened and copied whole; an admin adds one and archives it (after a confirmation).
+    await page.goto(`${t.consoleUrl}/#senders`);
+    await page.fill("#sender-phone", "4915100000321");
+    await page.fill("#sender-name", "Support line");
+    await page.click("form button[type=submit]");
+    const senderRow = page.locator("tr[data-sender-id]", { hasText: "Support line" });
+    await expect.poll(() => senderRow.count()).toBe(1);
+    const senderId = (await senderRow.getAttribute("data-sender-id")) ?? "";
+    expect(senderId).toMatch(/^snd_[0-9a-f-]{36}$/);
+    expect(await senderRow.locator(".id-chip code").textContent()).toBe(`snd_${senderId.slice(4, 12)}…${senderId.slice(-4)}`);
+    await senderRow.locator("button.copy").click();
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(senderId);
+    expect(await senderRow.locator("[data-test=phone-number]").textContent()).toBe("4915100000321");
+    page.once("dialog", (dialog) => void dialog.dismiss());
+    await senderRow.locator("button", { hasText: "Archive" }).click();
+    expect(await senderRow.locator("[data-test=status]").textContent()).toBe("active");
+    page.once("dialog", (dialog) => void dialog.accept());
+    await senderRow.locator("button", { hasText: "Archive" }).click();
+    await expect.poll(() => page.locator(`tr[data-sender-id='${senderId}'] [data-test=status]`).textContent()).toBe("archived");
+
+    // Templates: body, variables with their examples, and a send request that works as copied.
+    const templateId = await createTemplate(t, workspaceId, {
+      name: "page_probe",
+      body: "Hi {{name}}, your order {{order}} ships {{when}}",
+      examples: { name: "Ada", order: "A-1042" },
+      optional: ["when"],
+    });
+    const activeSender = await createSender(t, workspaceId, "4915100000654");
+    await page.goto(`${t.consoleUrl}/#templates`);
+    const card = page.locator(`section[data-template-id='${templateId}']`);
+    await expect.poll(() => card.count()).toBe(1);
+    expect(await card.locator("[data-test=template-body]").textContent()).toBe("Hi {{name}}, your order {{order}} ships {{when}}");
+    expect(await card.locator("tr[data-variable]").evaluateAll((rows) => rows.map((r) => r.textContent))).toEqual(["namerequiredAda", "orderrequiredA-1042", "whenoptional—"]);
+    await card.locator("[data-test=copy-send-request]").click();
+    const snippet = String(await page.evaluate("navigator.clipboard.readText()"));
+    expect(snippet).toContain(`curl -s ${t.publicUrl}/v1/messages `);
+    expect(snippet).toContain(`"template":{"id":"${templateId}","variables":{"name":"Ada","order":"A-1042","when":"when"}}`);
+    const key = await t.createKey(workspaceId, { scopes: ["messages:send"] });
+    // Run as copied, in a shell (asynchronously: the service answering it runs in this process).
+    const run = await execFileAsync("bash", ["-c", snippet], { env: { ...process.env, API_KEY: key.secret } });
+    const answer = JSON.parse(run.stdout);
+    expect(answer).toMatchObject({ status: "accepted", template_id: templateId });
+    expect(answer.sender).not.toBe(senderId); // an active sender of the workspace, not the one archived above
+
+    // Credits: a top-up asks first (dismissed: nothing changes), then shows in the balance and the ledger.
+    await page.goto(`${t.consoleUrl}/#credits`);
+    const balance = Number((await page.textContent("[data-test=credit-balance]"))?.replaceAll(",", ""));
+    await page.fill("#topup-amount", "250");
+    await page.fill("#topup-note", "browser top-up");
+    page.once("dialog", (dialog) => void dialog.dismiss());
+    await page.click("form button[type=submit]");
+    expect(Number((await page.textContent("[data-test=credit-balance]"))?.replaceAll(",", ""))).toBe(balance);
+    page.once("dialog", (dialog) => {
+      expect(dialog.message()).toContain("Add 250 credits to \"Browser workspace\"?");
+      void dialog.accept();
+    });
+    await page.click("form button[type=submit]");
+    await expect.poll(async () => Number((await page.textContent("[data-test=credit-balance]"))?.replaceAll(",", ""))).toBe(balance + 250);
+    const topUp = page.locator("tr[data-entry-id]").first();
+    expect(await topUp.textContent()).toContain("browser top-up");
+    expect(await topUp.getAttribute("data-entry-id")).toMatch(/^top_up:/);
+
+    // Forms: a submission with the sample files, each downloaded from the page byte for byte.
+    const formTemplate = await createTemplate(t, workspaceId, { name: "page_form", body: "Hi {{name}}, sign up", flowId: "998877" });
+    const formKey = await t.createKey(workspaceId, { scopes: ["messages:send"] });
+    const sent = await rest(t.publicUrl, "POST", "/v1/messages", {
+      key: formKey.secret,
+      body: { to: "4915123450077", sender: activeSender, template: { id: formTemplate, variables: { name: "Ada" }, flow: { token: "browser-form" } } },
+    });
+    expect(sent.status, sent.text).toBe(200);
+    await eventually(async () => ((await t.service.db.collection("messages").findOne({ _id: sent.json.message_id, wa_message_id: { $ne: null } })) ? true : undefined));
+    const fixtures = path.join(projectRoot, "test", "fixtures");
+    const submitted = await msgsvc(t, ["simulate", "flow", "--message", sent.json.message_id, "--response", '{"name":"Ada","plan":"pro"}',
+      "--file", `id_photo=${path.join(fixtures, "photo.jpg")}`, "--file", `contract=${path.join(fixtures, "contract.pdf")}`, "--wait", "--json"]);
+    expect(submitted.code, submitted.stderr).toBe(0);
+    const flowResponseId = JSON.parse(submitted.stdout).flow_response_id as string;
+    await page.goto(`${t.consoleUrl}/#forms`);
+    const responseRow = page.locator(`tr[data-flow-response-id='${flowResponseId}']`);
+    await expect.poll(() => responseRow.count()).toBe(1);
+    expect(await responseRow.locator("[data-test=response]").textContent()).toBe("nameAdaplanpro");
+    expect(await responseRow.locator(`[data-id='${sent.json.message_id}']`).count()).toBe(1);
+    const downloads = await mkdtemp(path.join(os.tmpdir(), "web-console-downloads-"));
+    try {
+      for (const [index, name] of [[0, "photo.jpg"], [1, "contract.pdf"]] as const) {
+        const [download] = await Promise.all([page.waitForEvent("download"), responseRow.locator(`[data-file-index='${index}'] [data-test=download]`).click()]);
+        expect(download.suggestedFilename()).toBe(name);
+        const saved = path.join(downloads, name);
+        await download.saveAs(saved);
+        const sha = async (file: string) => createHash("sha256").update(await readFile(file)).digest("hex");
+        expect(await sha(saved)).toBe(await sha(path.join(fixtures, name)));
+      }
+    } finally {
+      await rm(downloads, { recursive: true, force: true });
+    }
+  });
+
   it("lays every page out at 1280 and 390 px wide without overflow, stray text or console errors", async () => {
-    const pages = ["overview", "messages", "keys", "webhooks", "refused", "refused?since=7d", "users", "audit"];
+    const pages = ["overview", "messages", "forms", "senders", "templates", "credits", "keys", "webhooks", "refused", "refused?since=7d", "users", "audit"];
     const listed = await rest(t.consoleUrl, "GET", `/console/v1/workspaces/${workspaceId}/messages?page_size=1`, { key: TEST_CONSOLE_TOKEN });
     const messageId = listed.json.data[0]?.message_id as string | undefined;
     if (messageId) pages.push(`messages/${messageId}`);
@@ -332,6 +440,9 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
         expect(layout.scrollWidth, `#${name} at ${width} px`).toBeLessThanOrEqual(layout.clientWidth);
         expect(layout.stray, `#${name}`).toEqual([]);
         expect(layout.alerts, `#${name}`).toEqual([]);
+        // Kept as a test artifact (.cache is ignored), to look at what was laid out.
+        const file = name.includes("/") ? `${name.split("/")[0]}-one` : name.replace(/[^a-z0-9]+/gi, "-");
+        await page.screenshot({ path: path.join(SCREENSHOTS, `${width}-${file}.png`), fullPage: true });
       }
     }
     await page.setViewportSize({ width: 1280, height: 800 });
@@ -340,6 +451,76 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     expect(favicon.status).toBe(200);
     expect(favicon.headers.get("content-type")).toBe("image/svg+xml");
   }, 60_000);
+
+  it("on a phone (390 px) reaches every tab through a menu, shows rows as cards with status, credits and actions in view, ids shortened with a copy button and numbers on one line; at 1280 px the header is one line", async () => {
+    const key = await t.createKey(workspaceId, { name: "phone key" });
+    await page.setViewportSize({ width: 390, height: 800 });
+    await page.goto(`${t.consoleUrl}/#overview`);
+    await page.reload();
+    const inView = async (locator: ReturnType<Page["locator"]>, what: string) => {
+      const box = await locator.boundingBox();
+      expect(box, what).not.toBeNull();
+      expect(box!.x, what).toBeGreaterThanOrEqual(0);
+      expect(box!.x + box!.width, what).toBeLessThanOrEqual(390);
+    };
+    // The tabs: hidden behind the menu's button, each in view once it is open, each reached.
+    const links = page.locator("nav .tabs a");
+    await expect.poll(() => links.count()).toBe(11);
+    const names = await links.allTextContents();
+    expect(names).toEqual(["Overview", "Messages", "Forms", "Senders", "Templates", "Credits", "API keys", "Webhooks", "Refused requests", "Users", "Audit log"]);
+    expect(await links.first().isVisible()).toBe(false);
+    for (const name of names) {
+      await page.click("nav .menu-toggle");
+      const link = page.locator("nav .tabs a", { hasText: name }).first();
+      await inView(link, name);
+      await link.click();
+      await expect.poll(() => page.textContent("nav .menu-toggle")).toBe(`Menu · ${name}`);
+      await expect.poll(() => page.locator("main p.muted", { hasText: "Loading…" }).count(), { message: name }).toBe(0);
+      const layout = (await page.evaluate(LAYOUT_CHECK)) as { scrollWidth: number; clientWidth: number };
+      expect(layout.scrollWidth, name).toBeLessThanOrEqual(layout.clientWidth);
+    }
+
+    // Messages: each row a card; its id shortened and copied whole, its number on one line, status and credits in view.
+    await page.goto(`${t.consoleUrl}/#messages`);
+    const row = page.locator("tr[data-message-id]").first();
+    await expect.poll(() => row.count()).toBe(1);
+    const messageId = (await row.getAttribute("data-message-id")) ?? "";
+    expect(await row.evaluate((r) => (globalThis as unknown as { getComputedStyle(e: unknown): { display: string } }).getComputedStyle(r).display)).toBe("block");
+    await inView(row, "the card");
+    await inView(row.locator("[data-test=status]"), "status");
+    await inView(row.locator("[data-test=credits]"), "credits");
+    const chip = row.locator(`.id-chip[data-id='${messageId}']`);
+    expect(await chip.locator("a").textContent()).toBe(`msg_${messageId.slice(4, 12)}…${messageId.slice(-4)}`);
+    await inView(chip.locator("button.copy"), "copy button");
+    await chip.locator("button.copy").click();
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(messageId);
+    const lines = (selector: string) => page.locator(selector).evaluateAll((nodes) => nodes.map((n) => n.getClientRects().length));
+    expect(new Set(await lines("tr[data-message-id] .num"))).toEqual(new Set([1]));
+    expect(new Set(await lines("tr[data-message-id] .id-chip"))).toEqual(new Set([1]));
+
+    // API keys and webhooks: their actions in view on the card.
+    await page.goto(`${t.consoleUrl}/#keys`);
+    const keyRow = page.locator(`tr[data-key-id='${key.id}']`);
+    await expect.poll(() => keyRow.count()).toBe(1);
+    await inView(keyRow.locator("button", { hasText: "Roll" }), "Roll");
+    await inView(keyRow.locator("button.danger"), "Revoke");
+    await inView(keyRow.locator(".badge"), "key status");
+    await page.goto(`${t.consoleUrl}/#webhooks`);
+    const endpointRow = page.locator("tr[data-endpoint-id]").first();
+    await expect.poll(() => endpointRow.count()).toBe(1);
+    await inView(endpointRow.locator("[data-test=enabled]"), "endpoint status");
+    await inView(endpointRow.locator("button", { hasText: /^(Disable|Enable)$/ }), "Disable or Enable");
+
+    // At 1280 px: the header on one line, the picker no wider than its names need, "Sign out" on one line.
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(`${t.consoleUrl}/#overview`);
+    const tops = await page.locator("header > :not([hidden])").evaluateAll((nodes) => nodes.map((n) => Math.round(n.getBoundingClientRect().top + n.getBoundingClientRect().height / 2)));
+    expect(Math.max(...tops) - Math.min(...tops)).toBeLessThanOrEqual(4);
+    expect((await page.locator("#workspace").boundingBox())!.width).toBeLessThanOrEqual(280);
+    const signOut = page.locator("#sign-out");
+    expect(await signOut.evaluate((b) => b.getClientRects().length === 1 && b.scrollHeight <= b.clientHeight + 1)).toBe(true);
+    expect((await signOut.boundingBox())!.height).toBeLessThan(30);
+  });
 
   it("shows a viewer the keys and endpoints without the controls that change them", async () => {
     const viewer = { email: "web-viewer@example.com", password: "web-viewer-password-1" };
@@ -359,12 +540,18 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     await viewerPage.click("nav a[href='#keys']");
     await expect.poll(() => viewerPage.locator("tr[data-key-id]").count()).toBeGreaterThan(0);
     expect(await viewerPage.locator("#key-name").count()).toBe(0);
-    expect(await viewerPage.locator("tr[data-key-id] button").count()).toBe(0);
+    expect(await viewerPage.locator("tr[data-key-id] button:not(.copy)").count()).toBe(0);
 
     await viewerPage.click("nav a[href='#webhooks']");
     await expect.poll(() => viewerPage.locator("tr[data-endpoint-id]").count()).toBe(1);
     expect(await viewerPage.locator("#endpoint-name").count()).toBe(0);
-    expect(await viewerPage.locator("tr[data-endpoint-id] button").count()).toBe(0);
+    expect(await viewerPage.locator("tr[data-endpoint-id] button:not(.copy)").count()).toBe(0);
+    // Nor the forms that add senders, templates' archive buttons, or a top-up.
+    for (const [view, control] of [["senders", "#sender-phone"], ["templates", "section.template button.danger"], ["credits", "#topup-amount"]] as const) {
+      await viewerPage.click(`nav a[href='#${view}']`);
+      await expect.poll(() => viewerPage.locator("main p.muted", { hasText: "Loading…" }).count()).toBe(0);
+      expect(await viewerPage.locator(control).count(), view).toBe(0);
+    }
     await context.close();
   });
 

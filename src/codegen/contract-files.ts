@@ -4,6 +4,7 @@ import { file_messaging_console_v1_audit_log } from "../../gen/messaging/console
 import { file_messaging_console_v1_console_users } from "../../gen/messaging/console/v1/console_users_pb.js";
 import { file_messaging_console_v1_credits } from "../../gen/messaging/console/v1/credits_pb.js";
 import { file_messaging_console_v1_deliveries } from "../../gen/messaging/console/v1/deliveries_pb.js";
+import { file_messaging_console_v1_flow_responses } from "../../gen/messaging/console/v1/flow_responses_pb.js";
 import { file_messaging_console_v1_message_stats } from "../../gen/messaging/console/v1/message_stats_pb.js";
 import { file_messaging_console_v1_messages } from "../../gen/messaging/console/v1/messages_pb.js";
 import { file_messaging_console_v1_request_log } from "../../gen/messaging/console/v1/request_log_pb.js";
@@ -46,4 +47,5 @@ export const CONSOLE_API_FILES: readonly DescFile[] = [
   file_messaging_console_v1_request_log,
   file_messaging_console_v1_audit_log,
   file_messaging_console_v1_simulator,
+  file_messaging_console_v1_flow_responses,
 ];

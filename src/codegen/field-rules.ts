@@ -1,4 +1,4 @@
-import { getExtension, getOption, hasExtension, hasOption, isFieldSet, type DescField, type DescFile, type DescMessage, type DescService, type JsonObject, type Message } from "@bufbuild/protobuf";
+import { getExtension, getOption, hasExtension, hasOption, isFieldSet, ScalarType, type DescField, type DescFile, type DescMessage, type DescService, type JsonObject, type Message } from "@bufbuild/protobuf";
 import {
   field as fieldRulesOption,
   file_buf_validate_validate,
@@ -10,6 +10,7 @@ import {
   type StringRules,
 } from "../../gen/buf/validate/validate_pb.js";
 import { CONSOLE_API_FILES, PUBLIC_API_FILES } from "./contract-files.js";
+import { typeRange } from "../contract/integer-range.js";
 import { id_prefix, phone_number, printable_ascii, numeric_id, not_blank, whatsapp_parameter, ip_or_cidr } from "../../gen/messaging/v1/field_rules_pb.js";
 
 /*
@@ -74,11 +75,11 @@ function ruleTexts(rules: FieldRules): string[] {
       break;
     case "int32":
     case "int64": {
+      // The whole range, as a refused value is told it (src/contract/integer-range.ts): "from 0 to 2147483647".
       const gte = type.value.greaterThan.case === "gte" ? type.value.greaterThan.value : undefined;
       const lte = type.value.lessThan.case === "lte" ? type.value.lessThan.value : undefined;
-      if (gte !== undefined && lte !== undefined) texts.push(`from ${gte} to ${lte}`);
-      else if (gte !== undefined) texts.push(`at least ${gte}`);
-      else if (lte !== undefined) texts.push(`at most ${lte}`);
+      const bounds = typeRange(type.case === "int32" ? ScalarType.INT32 : ScalarType.INT64);
+      if (gte !== undefined || lte !== undefined) texts.push(`from ${gte ?? bounds.min} to ${lte ?? bounds.max}`);
       break;
     }
     case "repeated":

@@ -64,6 +64,16 @@ export function requireWorkspaceAccess(context: Pick<HandlerContext, "values">, 
 }
 
 /**
+ * Names `workspaceId` as the workspace a console call acts on, for the audit
+ * log, where a handler checks no role in it (an operator's change of the
+ * workspace itself: create, suspend, resume). A call refused on the way is
+ * in that workspace's log too.
+ */
+export function recordWorkspace(context: Pick<HandlerContext, "values">, workspaceId: string): void {
+  requestState(context).workspaceId = workspaceId;
+}
+
+/**
  * Checks that the console caller is the operator (workspace creation and
  * other operations that span workspaces).
  *

@@ -16,10 +16,11 @@ const PRUNE_SESSIONS_JOB = "console.prune-sessions";
  * The console's own parts: users and sessions (with the bootstrap admin
  * from CONSOLE_ADMIN_EMAIL / CONSOLE_ADMIN_PASSWORD, set at every start),
  * the audit log, the request-log views and the web console page.
+ * `publicPort` tells the web console the public API's port once it listens.
  */
-export function createConsoleCapability(platform: Platform, auditLog: AuditLog): Capability {
+export function createConsoleCapability(platform: Platform, auditLog: AuditLog, publicPort: () => number | undefined): Capability {
   const { config, consoleUsers, workspaces, signInLimits, requestLog, clock } = platform;
-  const options = { users: consoleUsers, workspaces, signInLimits, sessionTtlMs: config.consoleSessionTtlHours * 3_600_000 };
+  const options = { users: consoleUsers, workspaces, signInLimits, sessionTtlMs: config.consoleSessionTtlHours * 3_600_000, publicPort };
   const pruneSessions: JobSpec = {
     name: PRUNE_SESSIONS_JOB,
     concurrency: 1,

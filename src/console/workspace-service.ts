@@ -7,7 +7,7 @@ import {
   type WorkspaceService,
 } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { notFound } from "../shared/errors.js";
-import { requireOperator, requireWorkspaceAccess } from "./console-access.js";
+import { recordWorkspace, requireOperator, requireWorkspaceAccess } from "./console-access.js";
 import { isUuid } from "../shared/validation.js";
 import type { WorkspaceRecord, WorkspaceStore } from "../workspaces/workspace-store.js";
 
@@ -34,11 +34,13 @@ export async function requireWorkspace(workspaces: WorkspaceStore, id: string): 
 /**
  * Handlers of messaging.console.v1.WorkspaceService: create (name 1 to 200
  * characters, opening credits not negative), get, list, suspend, resume.
+ * Create, suspend and resume are in the audit log of the workspace they act on.
  * Suspending takes effect for the workspace's keys within the key cache's
  * staleness bound (5 s).
  */
 export function createWorkspaceService(workspaces: WorkspaceStore): Partial<ServiceImpl<typeof WorkspaceService>> {
   async function setStatus(id: string, status: WorkspaceRecord["status"], context: HandlerContext) {
+    if (isUuid(id)) recordWorkspace(context, id);
     requireOperator(context);
     await requireWorkspace(workspaces, id);
     const updated = await workspaces.setStatus(id, status);
@@ -51,6 +53,7 @@ export function createWorkspaceService(workspaces: WorkspaceStore): Partial<Serv
       requireOperator(context);
       const name = req.name.trim();
       const record = await workspaces.create({ name, credits: Number(req.credits) });
+      recordWorkspace(context, record._id);
       return { workspace: workspaceToProto(record) };
     },
     async getWorkspace(req, context) {

@@ -5,6 +5,7 @@ import { createValidator, type Violation } from "@bufbuild/protovalidate";
 import { RE2JS } from "@bufbuild/re2";
 import { file_messaging_v1_field_rules } from "../../gen/messaging/v1/field_rules_pb.js";
 import type { FieldViolation } from "../shared/errors.js";
+import { integerRange, rangeText } from "./integer-range.js";
 
 /*
  * The input rules of the contract: protovalidate's `(buf.validate.field)` and
@@ -81,9 +82,17 @@ export function fieldPathOf(path: Path): string {
 /**
  * The rule a violation broke, worded as the service's other errors are
  * ("must be at most 200 characters"): protovalidate's message without its
- * leading "value" / "value length", ranges said as "from 1 to 100".
+ * leading "value" / "value length", ranges said as "from 1 to 100". An
+ * integer out of its bounds is told its whole range ("must be from 0 to
+ * 2147483647" for `gte: 0` on an int32), as one past its type is when the
+ * request is read (src/contract/integer-range.ts).
  */
 function ruleText(violation: Violation): string {
+  const last = violation.field.at(-1);
+  if (last?.kind === "field" && !violation.forKey && /^u?int(32|64)\.(gte?|lte?|gt_lte?|gte_lte?)$/.test(violation.ruleId)) {
+    const range = integerRange(last);
+    if (range) return rangeText(range);
+  }
   return violation.message
     .replace(/^value (length )?(?=must|is )/, "")
     .replace(/^must be at least 1 characters$/, "must not be empty")

@@ -11,6 +11,7 @@ import {
 } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromMs, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { FieldViolation } from "../shared/errors.js";
+import { integerRange, rangeText, typeRange } from "./integer-range.js";
 
 /*
  * The REST JSON mapping (README "Design" §3). It differs from canonical proto3 JSON
@@ -231,7 +232,7 @@ class Reader {
         return out;
       }
       case "scalar":
-        return this.scalar(field.scalar, json, path);
+        return this.scalar(field.scalar, json, path, field);
       case "enum":
         return this.enum(field.enum, json, path);
       case "message":
@@ -270,7 +271,8 @@ class Reader {
     return n ?? this.fail(path, `must be one of: ${enumNames(desc)}`);
   }
 
-  scalar(type: ScalarType, json: JsonValue, path: string): unknown {
+  /** `json` read as a value of `type`; `field` (a singular field) names the range a refused integer is told. */
+  scalar(type: ScalarType, json: JsonValue, path: string, field?: DescField): unknown {
     switch (type) {
       case ScalarType.STRING:
         return typeof json === "string" ? json : this.fail(path, "must be a string");
@@ -288,20 +290,23 @@ class Reader {
         return Number.isFinite(n) ? n : this.fail(path, "must be a number");
       }
       default:
-        return this.integer(type, json, path);
+        return this.integer(type, json, path, field);
     }
   }
 
-  integer(type: ScalarType, json: JsonValue, path: string): number | bigint | undefined {
+  /**
+   * `json` read as a whole number of `type`. One past the type is refused
+   * with the range of `field` (its rules' bounds within the type), as a value
+   * past the rules is refused by the contract's check: -1 and 99999999999 for
+   * a page_size are both told "must be from 0 to 2147483647".
+   */
+  integer(type: ScalarType, json: JsonValue, path: string, field?: DescField): number | bigint | undefined {
     const text = typeof json === "number" ? (Number.isInteger(json) ? String(json) : "") : typeof json === "string" ? json : "";
     if (!/^-?\d+$/.test(text)) return this.fail(path, "must be a whole number");
     const value = BigInt(text);
-    const unsigned = type === ScalarType.UINT32 || type === ScalarType.FIXED32 || type === ScalarType.UINT64 || type === ScalarType.FIXED64;
-    const wide = type === ScalarType.INT64 || type === ScalarType.UINT64 || type === ScalarType.SINT64 || type === ScalarType.FIXED64 || type === ScalarType.SFIXED64;
-    const bits = wide ? 64n : 32n;
-    const min = unsigned ? 0n : -(1n << (bits - 1n));
-    const max = unsigned ? (1n << bits) - 1n : (1n << (bits - 1n)) - 1n;
-    if (value < min || value > max) return this.fail(path, `must be a whole number from ${min} to ${max}`);
+    const range = typeRange(type);
+    if (value < range.min || value > range.max) return this.fail(path, rangeText((field && integerRange(field)) ?? range));
+    const wide = range.max > 1n << 32n;
     return wide ? value : Number(value);
   }
 }

@@ -81,6 +81,8 @@ export interface FlowResponseStore {
   readonly collection: Collection<FlowResponseRecord>;
   /** A ready response of the workspace, or null (unknown, another workspace's, or files still being fetched). */
   get(workspaceId: string, id: string): Promise<FlowResponseRecord | null>;
+  /** A ready response of any workspace by its id alone (for the console, which checks the workspace), or null. */
+  find(id: string): Promise<FlowResponseRecord | null>;
   /** Ready responses of the workspace, newest first by received_at. */
   list(workspaceId: string, filter: FlowResponseFilter, page: PageRequest): Promise<Page<FlowResponseRecord>>;
   /** The response recorded for inbound message `messageId`, ready or not, or null. */
@@ -106,6 +108,7 @@ export function createFlowResponseStore(db: Db): FlowResponseStore {
   return {
     collection,
     get: (workspaceId, id) => collection.findOne({ _id: id, workspace_id: workspaceId, ready_at: { $ne: null } }),
+    find: (id) => collection.findOne({ _id: id, ready_at: { $ne: null } }),
     list(workspaceId, f, page) {
       const filter: Filter<FlowResponseRecord> = { workspace_id: workspaceId, ready_at: { $ne: null } };
       if (f.flowId) filter.flow_id = f.flowId;

@@ -1,3 +1,4 @@
+import { FlowResponseService as ConsoleFlowResponseService } from "../../gen/messaging/console/v1/flow_responses_pb.js";
 import { SimulatorService } from "../../gen/messaging/console/v1/simulator_pb.js";
 import { FlowResponseService } from "../../gen/messaging/v1/flow_responses_pb.js";
 import type { Capability, Platform } from "../capability.js";
@@ -7,6 +8,7 @@ import type { MessageStore } from "../messages/message-store.js";
 import type { NetworkAdapter } from "../network/network.js";
 import type { Simulator } from "../network/simulator.js";
 import { createFileFetcher } from "./file-fetch.js";
+import { createFlowResponseConsoleService } from "./flow-response-console-service.js";
 import { createFlowResponseService } from "./flow-response-service.js";
 import { createFlowSimulatorService } from "./flow-simulator-service.js";
 import { createFlowIntake } from "./intake.js";
@@ -22,9 +24,10 @@ export const FLOWS_SWEEP_JOB = "flows.sweep";
  * responses, begun by the process that recorded them; each worker claims
  * what waits with the process's queue claims), which then fires
  * flow.completed; the public FlowResponseService reads them
- * (flow_responses:read); the simulator's console methods upload media and
- * submit forms. The sweep flows.sweep (every MESSAGES_SWEEP_INTERVAL_MS)
- * deletes simulated media older than 24 hours.
+ * (flow_responses:read), and the console's for the workspace's people; the
+ * simulator's console methods upload media and submit forms. The sweep
+ * flows.sweep (every MESSAGES_SWEEP_INTERVAL_MS) deletes simulated media older
+ * than 24 hours.
  */
 export function createFlowsCapability(
   platform: Platform,
@@ -57,7 +60,10 @@ export function createFlowsCapability(
   return {
     name: "flows",
     publicServices: [registerService(FlowResponseService, createFlowResponseService({ responses, files }))],
-    consoleServices: [registerService(SimulatorService, createFlowSimulatorService({ simulator: deps.simulator, messages: deps.messages, responses }))],
+    consoleServices: [
+      registerService(SimulatorService, createFlowSimulatorService({ simulator: deps.simulator, messages: deps.messages, responses })),
+      registerService(ConsoleFlowResponseService, createFlowResponseConsoleService({ responses, files, workspaces: platform.workspaces })),
+    ],
     jobs: [{ name: FLOWS_SWEEP_JOB, concurrency: 1, run: sweep }],
     schedules: [{ job: FLOWS_SWEEP_JOB, everyMs: config.messagesSweepIntervalMs }],
     async ensureIndexes() {

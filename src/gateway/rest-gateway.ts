@@ -217,12 +217,11 @@ export function createRestGateway(options: RestGatewayOptions): RestGateway {
     if (!route || !vars) {
       // A matched route meets the refusal in the interceptors (some methods allow anonymous callers).
       if (state.refusal) return writeRestError(res, state, state.refusal);
-      const message =
-        allowed.size > 0
-          ? `No route for ${httpMethod} ${url.pathname}; it accepts ${[...allowed].join(", ")}`
-          : `No route for ${httpMethod} ${url.pathname}`;
-      if (allowed.size > 0) res.setHeader("allow", [...allowed].join(", "));
-      return writeRestError(res, state, apiError("not_found", message, { method: httpMethod, path: url.pathname }));
+      if (allowed.size === 0) return writeRestError(res, state, apiError("not_found", `No route for ${httpMethod} ${url.pathname}`, { method: httpMethod, path: url.pathname }));
+      // RFC 9110 §15.5.6: a known path with another method is 405, with the methods it accepts in Allow.
+      const methods = [...allowed].join(", ");
+      res.setHeader("allow", methods);
+      return writeRestError(res, state, apiError("method_not_allowed", `${httpMethod} is not allowed on ${url.pathname}; it accepts ${methods}`, { method: httpMethod, path: url.pathname, allow: methods }));
     }
     const found = route;
     state.operation = `${found.service.typeName}/${found.method.name}`;

@@ -356,13 +356,14 @@ export function createRpcServer(options: RpcServerOptions): RpcServer {
     const method = req.method ?? "GET";
     const problem =
       method !== "POST"
-        ? apiError("not_found", `No route for ${method} ${path}; it accepts POST`, { method, path })
+        ? apiError("method_not_allowed", `${method} is not allowed on ${path}; it accepts POST`, { method, path, allow: "POST" })
         : kind === "bidi_streaming" && req.httpVersionMajor < 2
           ? apiError("invalid_argument", `${path} is a bidirectional stream: call it over HTTP/2 (gRPC)`, { path })
           : undefined;
     if (!problem) return openHandler(req, res, createContextValues());
     const state = newState(req, res, path, true, undefined);
     res.setHeader("request-id", state.requestId);
+    if (method !== "POST") res.setHeader("allow", "POST");
     if (state.protocol === "grpc" || state.protocol === "grpc-web") writeGrpcError(req, res, state, problem);
     else writeRestError(res, state, problem);
   }

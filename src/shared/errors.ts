@@ -26,6 +26,8 @@ export const errorTable = {
   invalid_argument: { httpStatus: 400, grpcCode: Code.InvalidArgument },
   payload_too_large: { httpStatus: 413, grpcCode: Code.ResourceExhausted },
   not_found: { httpStatus: 404, grpcCode: Code.NotFound },
+  /** REST only: a known path with another method (RFC 9110 §15.5.6, with `Allow`); over RPC a method is its path. */
+  method_not_allowed: { httpStatus: 405, grpcCode: Code.Unimplemented },
   insufficient_credits: { httpStatus: 402, grpcCode: Code.FailedPrecondition },
   conflict: { httpStatus: 409, grpcCode: Code.AlreadyExists },
   failed_precondition: { httpStatus: 409, grpcCode: Code.FailedPrecondition },

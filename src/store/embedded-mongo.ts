@@ -5,6 +5,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { projectRoot } from "../shared/project-root.js";
 import type { Logger } from "../shared/logger.js";
+import { createJavaLogReader, logJavaRecord } from "./embedded-mongo-log.js";
 
 /*
  * The embedded default database (README "Design" §5): mongo-java-server, started
@@ -167,6 +168,11 @@ function waitForPort(child: ChildProcess, timeoutMs: number, output: () => strin
  * standard input from this process and ends when it closes, so it never
  * outlives this process, however that ends (even `kill -9`).
  *
+ * Its log reaches `logger` one record a line (createJavaLogReader): real
+ * faults at error level, their Java stacks only at debug level; an error a
+ * command is answered with (a missing index, a duplicate key) is the
+ * client's and is not logged, nor is a client that went away.
+ *
  * @param backend memory (tests) or an H2 MVStore file (`npm start`; its folder is created).
  * @throws Error when Java or Maven is missing, the H2 file is in use by another server, or the server does not start within 60 s.
  */
@@ -182,6 +188,11 @@ export async function startEmbeddedMongo(backend: EmbeddedBackend, logger?: Logg
       "-Dorg.slf4j.simpleLogger.log.de.bwaldvogel.mongo.MongoServer=error",
       // It warns for each non-unique secondary index it ignores (it scans instead); they are declared for MongoDB.
       "-Dorg.slf4j.simpleLogger.log.de.bwaldvogel.mongo.backend.AbstractMongoDatabase=error",
+      // Its command handler logs every error it answers, with a stack (an index that is not there, a duplicate key):
+      // the client has the answer. The launcher logs what is a fault of the server itself (EmbeddedMongoServer.answering).
+      "-Dorg.slf4j.simpleLogger.log.de.bwaldvogel.mongo.wire.MongoWireProtocolHandler=off",
+      // The launcher's own lines: faults, and what it did once (a store converted).
+      "-Dorg.slf4j.simpleLogger.log.embedded-database=info",
       "-cp",
       [launcher.classesDir, launcher.classpath].join(path.delimiter),
       "EmbeddedMongoServer",
@@ -190,10 +201,13 @@ export async function startEmbeddedMongo(backend: EmbeddedBackend, logger?: Logg
     { stdio: ["pipe", "pipe", "pipe"] },
   );
   let output = "";
-  createInterface({ input: child.stderr! }).on("line", (line) => {
-    output = (output + line + "\n").slice(-16_000);
-    logger?.warn({ source: "embedded-database" }, line);
-  });
+  const records = createJavaLogReader((record) => logger && logJavaRecord(logger, record));
+  createInterface({ input: child.stderr! })
+    .on("line", (line) => {
+      output = (output + line + "\n").slice(-16_000);
+      records.line(line);
+    })
+    .on("close", records.end);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const port = await waitForPort(child, 60_000, () => output);
   logger?.info({ port, backend: backend.kind, ...(backend.kind === "h2" ? { file: path.relative(projectRoot, args[1]!) } : {}) }, "embedded database started");

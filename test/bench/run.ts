@@ -4,13 +4,14 @@ import { parseArgs } from "node:util";
 import { projectRoot } from "../../src/shared/project-root.js";
 import { buildService } from "../../src/codegen/build-service.js";
 import { startEmbeddedMongo } from "../../src/store/embedded-mongo.js";
+import { runCliBench } from "./cli-bench.js";
 import { runFilesBench } from "./files-bench.js";
 import { runMeBench } from "./me-bench.js";
 import { runMessagesBench } from "./messages-bench.js";
 import { runWebhookBench } from "./webhook-bench.js";
 
 /*
- * `npm run bench [-- --seconds N --concurrency N --backlogs 10000,100000 --only me|messages|webhooks|files --file-mib N --backend h2|memory --cpu-prof DIR]`:
+ * `npm run bench [-- --seconds N --concurrency N --backlogs 10000,100000 --only me|messages|webhooks|files|cli --file-mib N --cli-runs N --backend h2|memory --cpu-prof DIR]`:
  * runs the benchmarks against MONGODB_URI, or a fresh embedded mongo-java-server
  * (the H2 file backend `npm start` uses, 100 ms commit interval; or its memory
  * backend, as `npm test` uses), and prints their tables. With --cpu-prof, each
@@ -23,6 +24,7 @@ const { values } = parseArgs({
     backlogs: { type: "string", default: "10000,100000" },
     only: { type: "string", default: "" },
     "file-mib": { type: "string", default: "64" },
+    "cli-runs": { type: "string", default: "20" },
     backend: { type: "string", default: "h2" },
     "cpu-prof": { type: "string" },
   },
@@ -52,6 +54,7 @@ try {
     process.stdout.write(`${await runWebhookBench({ mongodbUri, seconds, backlogs })}\n`);
   }
   if (run("files")) process.stdout.write(`${await runFilesBench({ mongodbUri, sizeMiB: Number(values["file-mib"]) })}\n`);
+  if (run("cli")) process.stdout.write(`${await runCliBench({ mongodbUri, runs: Number(values["cli-runs"]) })}\n`);
 } finally {
   await embedded?.stop();
   if (embedded) await rm(path.join(projectRoot, dataDir), { recursive: true, force: true });

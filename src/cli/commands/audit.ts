@@ -18,7 +18,7 @@ export function auditCommands(ctx: CliContext): Command {
         pageSize: wholeNumber("--page-size", o.pageSize),
         pageToken: o.pageToken,
       });
-      ctx.printList(ListAuditEntriesResponseSchema, res, ["at", "actor", "operation", "workspace_id", "outcome"], !!o.json);
+      ctx.printList(ListAuditEntriesResponseSchema, res, ["id", "at", "actor", "operation", "workspace_id", "outcome"], !!o.json);
     });
   audit
     .command("get <id>")

@@ -42,7 +42,7 @@ export function requestCommands(ctx: CliContext): Command {
         pageSize: wholeNumber("--page-size", o.pageSize),
         pageToken: o.pageToken,
       });
-      ctx.printList(ListRequestsResponseSchema, res, ["at", "protocol", "http_method", "path", "http_status", "error_code", "api_key_id", "client_address"], !!o.json);
+      ctx.printList(ListRequestsResponseSchema, res, ["id", "at", "protocol", "http_method", "path", "http_status", "error_code", "api_key_id", "client_address"], !!o.json);
     });
   requests
     .command("get <id>")

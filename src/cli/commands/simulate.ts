@@ -3,8 +3,10 @@ import { stat } from "node:fs/promises";
 import path from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Command } from "commander";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { FlowResponseService } from "../../../gen/messaging/console/v1/flow_responses_pb.js";
 import { SimulatorService } from "../../../gen/messaging/console/v1/simulator_pb.js";
-import { UsageError, type CliContext } from "../context.js";
+import { CommandFailure, UsageError, type CliContext } from "../context.js";
 
 /** Bytes per UploadSimulatorMedia request. */
 const UPLOAD_CHUNK_BYTES = 64 * 1024;
@@ -31,6 +33,31 @@ function responseOption(value: string): JsonObject {
   return parsed as JsonObject;
 }
 
+/** Longest wait of `simulate flow --wait`, in ms. */
+const WAIT_MS = 30_000;
+
+/**
+ * Waits until flow response `id` can be read (the console's GetFlowResponse
+ * answers it once its files are settled and flow.completed fired), asking
+ * every 100 ms.
+ *
+ * @throws CommandFailure timeout after WAIT_MS; the console's error for anything but not_found.
+ */
+async function completed(ctx: CliContext, id: string): Promise<void> {
+  const client = ctx.client(FlowResponseService);
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    try {
+      await client.getFlowResponse({ id });
+      return;
+    } catch (err) {
+      if (!(err instanceof ConnectError) || err.code !== Code.NotFound) throw err;
+    }
+    if (Date.now() > deadline) throw new CommandFailure("timeout", `flow response ${id}: its files were not settled within ${WAIT_MS / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** `msgsvc simulate …`: play the recipient on the simulated network (NETWORK=simulator). */
 export function simulateCommands(ctx: CliContext): Command {
   const simulate = new Command("simulate").description("play the recipient on the simulated messaging network");
@@ -52,8 +79,9 @@ export function simulateCommands(ctx: CliContext): Command {
     .option("--response <json>", "the submitted fields as a JSON object", "{}")
     .option("--file <field=path>", "a file uploaded in the form field (repeatable; type from the file name)", (v: string, all: string[]) => [...all, v], [])
     .option("--flow-token <token>", "submit with this flow token instead of the message's")
+    .option("--wait", "answer once the files are stored and flow.completed fired (at most 30 s)")
     .option("--json", "print JSON")
-    .action(async (o: { message: string; response: string; file: string[]; flowToken?: string; json?: boolean }) => {
+    .action(async (o: { message: string; response: string; file: string[]; flowToken?: string; wait?: boolean; json?: boolean }) => {
       const response = responseOption(o.response);
       const files = await Promise.all(o.file.map(fileOption));
       const client = ctx.client(SimulatorService);
@@ -69,8 +97,9 @@ export function simulateCommands(ctx: CliContext): Command {
         ctx.say(`Uploaded ${file} (${medium.sizeBytes} bytes, ${medium.mimeType}) as medium ${medium.mediaId}`, o.json ?? false);
       }
       const res = await client.simulateFlowResponse({ messageId: o.message, response, files: uploaded, flowToken: o.flowToken ?? "" });
-      if (o.json) ctx.printJson({ flow_response_id: res.flowResponseId, message_id: res.messageId, wa_message_id: res.waMessageId });
-      else ctx.say(`Form submitted: flow response ${res.flowResponseId}, message ${res.messageId} (${res.waMessageId})`, false);
+      if (o.wait) await completed(ctx, res.flowResponseId);
+      if (o.json) ctx.printJson({ flow_response_id: res.flowResponseId, message_id: res.messageId, wa_message_id: res.waMessageId, completed: !!o.wait });
+      else ctx.say(`Form submitted: flow response ${res.flowResponseId}, message ${res.messageId} (${res.waMessageId})${o.wait ? "; its files are stored and flow.completed fired" : ""}`, false);
     });
   return simulate;
 }

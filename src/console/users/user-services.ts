@@ -12,7 +12,7 @@ import type { SignInLimits } from "../sign-in-limits.js";
 import { apiError, isDuplicateKeyError, notFound, toConnectError } from "../../shared/errors.js";
 import { isUuid } from "../../shared/validation.js";
 import type { WorkspaceStore } from "../../workspaces/workspace-store.js";
-import { consoleActorOf, requireOperator, requireWorkspaceAccess } from "../console-access.js";
+import { consoleActorOf, recordWorkspace, requireOperator, requireWorkspaceAccess } from "../console-access.js";
 import { requireWorkspace } from "../workspace-service.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
 import type { ConsoleUserRecord, ConsoleUserStore, Role } from "./user-store.js";
@@ -39,6 +39,8 @@ export interface ConsoleUserServicesOptions {
   signInLimits: SignInLimits;
   /** Session lifetime, in ms. */
   sessionTtlMs: number;
+  /** The port the public API listens on once it does (undefined before, and in a process without one). */
+  publicPort?: () => number | undefined;
 }
 
 function sessionTokenOf(context: HandlerContext): string | undefined {
@@ -80,9 +82,10 @@ export function createSessionService(options: ConsoleUserServicesOptions): Parti
     },
     async getCurrentUser(_req, context) {
       const actor = consoleActorOf(context);
-      if (actor?.kind !== "user") return { kind: "operator" };
+      const publicPort = options.publicPort?.() ?? 0;
+      if (actor?.kind !== "user") return { kind: "operator", publicPort };
       const user = await users.get(actor.userId);
-      return { kind: "user", user: user ? consoleUserToProto(user) : undefined };
+      return { kind: "user", user: user ? consoleUserToProto(user) : undefined, publicPort };
     },
   };
 }
@@ -103,6 +106,9 @@ export function createConsoleUserService(options: ConsoleUserServicesOptions): P
 
   return {
     async createConsoleUser(req, context) {
+      // A user made with roles in one workspace is a change of that workspace's people: in its audit log.
+      const granted = new Set(req.roles.map((r) => r.workspaceId));
+      if (granted.size === 1) recordWorkspace(context, [...granted][0]!);
       requireOperator(context);
       const email = req.email.trim().toLowerCase();
       for (const r of req.roles) await requireWorkspace(workspaces, r.workspaceId);

@@ -52,9 +52,49 @@ async function api(method, path, body) {
 }
 
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
-/** A table of `headers` and `rows`, in a box that scrolls sideways on narrow screens (the page never does). */
-const table = (headers, rows, attrs = {}) =>
-  el("div", { class: "scroll" }, el("table", attrs, el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))), el("tbody", {}, rows)));
+
+/**
+ * A table of `headers` and `rows`. On a phone (CSS, max-width 640 px) each row is a card: its cells stacked, each
+ * under its column's name (the cell's data-label), so status, credits and actions stay on screen; a row of one
+ * cell spanning the table (details shown on demand) stays one block.
+ */
+function table(headers, rows, attrs = {}) {
+  const body = el("tbody", {}, rows);
+  for (const row of body.rows) {
+    if (row.cells.length === 1 && row.cells[0].colSpan > 1) row.classList.add("detail");
+    else [...row.cells].forEach((cell, i) => cell.setAttribute("data-label", headers[i] ?? ""));
+  }
+  return el("div", { class: "scroll" }, el("table", { class: "cards", ...attrs }, el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))), body));
+}
+
+/** A long id as people read it: its prefix, its first 8 characters, "…", its last 4 (msg_01a21a6e…f581). */
+const shortId = (id) => {
+  const at = id.indexOf("_") + 1;
+  const rest = id.slice(at);
+  return rest.length > 16 ? `${id.slice(0, at)}${rest.slice(0, 8)}…${rest.slice(-4)}` : id;
+};
+
+/** Writes `text` to the clipboard; `button` says "Copied" for a moment. */
+async function copyText(text, button) {
+  await navigator.clipboard.writeText(text);
+  const label = button.textContent;
+  button.textContent = "Copied";
+  setTimeout(() => (button.textContent = label), 1500);
+}
+
+/**
+ * An id shortened (shortId), whole in its title and data-id, with a button that copies it whole; a link when
+ * `href` is given. Never breaks across lines.
+ */
+function idChip(id, href) {
+  if (!id) return el("span", { class: "muted" }, "—");
+  const text = href ? el("a", { href, title: id, class: "mono" }, shortId(id)) : el("code", { title: id }, shortId(id));
+  return el("span", { class: "id-chip", "data-id": id }, text,
+    el("button", { type: "button", class: "copy", "aria-label": `Copy ${id}`, onclick: (event) => copyText(id, event.currentTarget) }, "Copy"));
+}
+
+/** A number (a phone number, an amount) that never breaks across lines; amounts with the locale's separators. */
+const num = (value, test) => el("span", { class: "num", "data-test": test }, typeof value === "number" ? value.toLocaleString() : value);
 /** Asks before a change that cannot be undone or cuts something off; resolves to the answer. */
 const confirmed = (question) => window.confirm(question);
 /** The query of the hash: "#messages?status=failed" → URLSearchParams("status=failed"). */
@@ -125,13 +165,20 @@ async function start() {
 const views = {
   overview: renderOverview,
   messages: renderMessages,
+  forms: renderForms,
+  senders: renderSenders,
+  templates: renderTemplates,
+  credits: renderCredits,
   keys: renderKeys,
   webhooks: renderWebhooks,
   refused: renderRefused,
   users: renderUsers,
   audit: renderAudit,
 };
-const titles = { overview: "Overview", messages: "Messages", keys: "API keys", webhooks: "Webhooks", refused: "Refused requests", users: "Users", audit: "Audit log" };
+const titles = {
+  overview: "Overview", messages: "Messages", forms: "Forms", senders: "Senders", templates: "Templates", credits: "Credits",
+  keys: "API keys", webhooks: "Webhooks", refused: "Refused requests", users: "Users", audit: "Audit log",
+};
 
 function route() {
   if (!state.token) return renderSignIn();
@@ -139,7 +186,17 @@ function route() {
   // "#refused?since=7d" and "#messages/msg_…" both name their view before "?" or "/".
   const name = (location.hash.slice(1) || "overview").split(/[/?]/)[0];
   const view = views[name] ?? renderOverview;
-  const nav = el("nav", {}, Object.keys(views).map((key) => el("a", { href: `#${key}`, class: key === name ? "active" : undefined }, titles[key])));
+  // The tabs wrap on a wide screen; on a phone they are a menu that opens below its button, every tab in reach.
+  const current = views[name] ? name : "overview";
+  const toggle = el("button", { type: "button", class: "menu-toggle", "aria-expanded": "false", "aria-controls": "tabs" }, `Menu · ${titles[current]}`);
+  const tabs = el("div", { class: "tabs", id: "tabs" }, Object.keys(views).map((key) => el("a", { href: `#${key}`, class: key === current ? "active" : undefined }, titles[key])));
+  const nav = el("nav", {}, toggle, tabs);
+  const setOpen = (open) => {
+    nav.classList.toggle("open", open);
+    toggle.setAttribute("aria-expanded", String(open));
+  };
+  toggle.addEventListener("click", () => setOpen(!nav.classList.contains("open")));
+  tabs.addEventListener("click", () => setOpen(false)); // a tab chosen (even the current one) closes the menu
   const body = el("div", {}, el("p", { class: "muted" }, "Loading…"));
   fill(app, el("h2", {}, "Developers"), nav, body);
   view(body).catch((err) => fill(body, errorLine(err)));
@@ -151,13 +208,13 @@ async function renderOverview(body) {
     api("GET", `${ws()}/message_stats`),
     api("GET", `${ws()}/credit_ledger?page_size=10`),
   ]);
-  const stat = (label, value, test) => el("div", { class: "stat" }, el("span", { class: "muted" }, label), el("b", { "data-test": test }, value));
+  const stat = (label, value, test) => el("div", { class: "stat" }, el("span", { class: "muted" }, label), el("b", { class: "num", "data-test": test }, value));
   const statuses = ["accepted", "sent", "delivered", "read", "failed"];
   fill(
     body,
     el("section", { class: "card" },
       el("h2", {}, workspace.name),
-      el("p", { class: "muted" }, `Workspace ${workspace.id} · ${workspace.status}`),
+      el("p", { class: "muted" }, "Workspace ", idChip(workspace.id), ` · ${workspace.status}`),
       el("div", { class: "stats" },
         stat("Credit balance", workspace.credit_balance, "credit-balance"),
         stat("Messages sent (24 h)", stats.recent, "messages-recent"),
@@ -165,13 +222,19 @@ async function renderOverview(body) {
         stat("Messages, all time", stats.total, "messages-total"),
       )),
     el("section", { class: "card" }, el("h2", {}, "Messages by status"),
-      el("div", { class: "scroll" }, el("table", {}, el("tbody", {}, statuses.map((s) => el("tr", { "data-status": s }, el("td", {}, el("a", { href: `#messages?status=${s}` }, s)), el("td", { "data-test": "count" }, stats.by_status[s] ?? 0))))))),
+      el("div", { class: "scroll" }, el("table", {}, el("tbody", {}, statuses.map((s) => el("tr", { "data-status": s }, el("td", {}, el("a", { href: `#messages?status=${s}` }, s)), el("td", { "data-test": "count", class: "num" }, stats.by_status[s] ?? 0))))))),
     el("section", { class: "card" }, el("h2", {}, "Credit ledger"),
-      ledger.data.length === 0 ? el("p", { class: "muted" }, "No credit changes yet.") :
-        table(["When", "Change", "Kind", "Message", "Note"], ledger.data.map((e) => el("tr", {},
-          el("td", {}, when(e.created_at)), el("td", {}, e.amount > 0 ? `+${e.amount}` : e.amount), el("td", {}, e.kind ?? ""),
-          el("td", { class: "mono" }, e.message_id ? el("a", { href: `#messages/${e.message_id}` }, e.message_id) : ""), el("td", {}, e.note ?? ""))))),
+      ledger.data.length === 0 ? el("p", { class: "muted" }, "No credit changes yet.") : ledgerTable(ledger.data),
+      el("p", {}, el("a", { href: "#credits" }, "All credit changes, and top-ups →"))),
   );
+}
+
+/** Credit ledger entries: when, the change, the balance after it, its kind, the message it was for, the note. */
+function ledgerTable(entries) {
+  return table(["When", "Change", "Balance after", "Kind", "Message", "Note"], entries.map((e) => el("tr", { "data-entry-id": e.id },
+    el("td", {}, when(e.created_at)), el("td", {}, num(e.amount > 0 ? `+${e.amount.toLocaleString()}` : e.amount.toLocaleString())),
+    el("td", {}, num(e.balance_after ?? "—")), el("td", {}, e.kind ?? ""),
+    el("td", {}, e.message_id ? idChip(e.message_id, `#messages/${e.message_id}`) : ""), el("td", {}, e.note ?? ""))));
 }
 
 async function renderKeys(body) {
@@ -181,10 +244,10 @@ async function renderKeys(body) {
     el(
       "tr",
       { "data-key-id": k.id },
-      el("td", {}, k.name, el("div", { class: "mono muted" }, `${k.secret_prefix}…`),
+      el("td", {}, k.name, el("div", {}, idChip(k.id)), el("div", { class: "mono muted" }, `${k.secret_prefix}…`),
         k.previous_secret_prefix ? el("div", { class: "muted", "data-test": "previous-secret" }, `previous ${k.previous_secret_prefix}… works until ${when(k.previous_secret_expires_at)}`) : null),
       el("td", {}, k.scopes.length ? k.scopes.join(", ") : el("span", { class: "muted" }, "none")),
-      el("td", {}, `${k.rate_limit_per_min}/min`),
+      el("td", {}, num(`${k.rate_limit_per_min}/min`)),
       el("td", {}, k.ip_allow_list.length ? k.ip_allow_list.join(", ") : el("span", { class: "muted" }, "any")),
       el("td", {}, when(k.expires_at)),
       el("td", {}, when(k.last_used_at)),
@@ -297,7 +360,7 @@ async function renderWebhooks(body) {
     el(
       "tr",
       { "data-endpoint-id": e.id },
-      el("td", {}, e.name, el("div", { class: "mono muted" }, e.url)),
+      el("td", {}, e.name, el("div", {}, idChip(e.id)), el("div", { class: "mono muted" }, e.url)),
       el("td", {}, el("span", { class: "mono", "data-test": "secret-hint" }, e.secret_hint),
         e.previous_secret_expires_at ? el("div", { class: "muted", "data-test": "previous-secret" }, `previous secret signs too until ${when(e.previous_secret_expires_at)}`) : null),
       el("td", {}, e.events.join(", "),
@@ -432,7 +495,7 @@ async function deliveriesCard(endpoint, canEdit) {
     };
     return [
       el("tr", { "data-delivery-id": d.id },
-        el("td", {}, d.event_type, d.test ? [" ", el("span", { class: "badge", "data-test": "test-badge" }, "test")] : null, el("div", { class: "mono muted" }, d.event_id)),
+        el("td", {}, d.event_type, d.test ? [" ", el("span", { class: "badge", "data-test": "test-badge" }, "test")] : null, el("div", {}, idChip(d.event_id))),
         el("td", {}, el("span", { class: `badge ${d.status === "succeeded" ? "ok" : d.status === "pending" ? "" : "bad"}`, "data-test": "status" }, d.status)),
         el("td", { "data-test": "attempt-count" }, d.attempt_count),
         el("td", {}, when(d.last_attempt_at), d.last_http_status ? ` · HTTP ${d.last_http_status}` : ""),
@@ -519,10 +582,10 @@ async function renderRefused(body) {
       "tr",
       { "data-error-code": g.error_code },
       el("td", {}, el("code", {}, g.error_code)),
-      el("td", { "data-test": "count" }, g.count),
+      el("td", { "data-test": "count", class: "num" }, g.count),
       el("td", {}, when(g.first_seen)),
       el("td", {}, when(g.last_seen)),
-      el("td", { class: "mono" }, g.sample ? `${g.sample.http_method} ${g.sample.path} · ${g.sample.client_address} · ${g.sample.id}` : ""),
+      el("td", { class: "mono" }, g.sample ? [`${g.sample.http_method} ${g.sample.path} · ${g.sample.client_address} `, idChip(g.sample.id)] : ""),
     ),
   );
   const plot = el("div", { class: "chart", "data-test": "chart", "data-buckets": timeline.buckets.length, "data-total": timeline.buckets.reduce((n, b) => n + b.count, 0) });
@@ -595,10 +658,10 @@ async function renderMessages(body) {
     el("button", { type: "submit" }, "Filter"));
   const rows = page.data.map((m) => el("tr", { "data-message-id": m.message_id },
     el("td", {}, when(m.created_at)),
-    el("td", { class: "mono" }, el("a", { href: `#messages/${m.message_id}` }, m.message_id)),
-    el("td", { class: "mono" }, m.to),
+    el("td", {}, idChip(m.message_id, `#messages/${m.message_id}`)),
+    el("td", {}, num(m.to)),
     el("td", {}, statusBadge(m.status), m.error ? el("div", { class: "muted" }, `${m.error.code} ${m.error.title}`) : null),
-    el("td", {}, m.credits)));
+    el("td", {}, num(m.credits, "credits"))));
   const nextPage = () => {
     const next = hashQuery();
     next.set("page_token", page.next_page_token);
@@ -619,7 +682,7 @@ async function renderMessage(body, id) {
     const detail = el("tr", { hidden: true }, el("td", { colspan: 4 }, jsonBlock(e.data, "event-payload")));
     return [
       el("tr", { "data-event-id": e.id },
-        el("td", {}, when(e.created_at)), el("td", {}, e.type), el("td", { class: "mono" }, e.id),
+        el("td", {}, when(e.created_at)), el("td", {}, e.type), el("td", {}, idChip(e.id)),
         el("td", {}, el("button", { class: "link", onclick: () => (detail.hidden = !detail.hidden) }, "Payload"))),
       detail,
     ];
@@ -628,11 +691,11 @@ async function renderMessage(body, id) {
   fill(
     body,
     el("p", {}, el("a", { href: "#messages" }, "← All messages")),
-    el("section", { class: "card", "data-test": "message" }, el("h2", {}, "Message ", el("span", { class: "mono" }, m.message_id)),
+    el("section", { class: "card", "data-test": "message" }, el("h2", {}, "Message ", idChip(m.message_id)),
       el("dl", { class: "fields" },
-        field("Status", statusBadge(m.status)), field("To", m.to), field("Sender", m.sender), field("Template", m.template_id),
+        field("Status", statusBadge(m.status)), field("To", num(m.to)), field("Sender", idChip(m.sender)), field("Template", idChip(m.template_id)),
         field("Network id", m.wa_message_id), field("Error", m.error ? `${m.error.code} ${m.error.title}` : null),
-        field("Credits", m.credits), field("Sent by key", res.api_key_id))),
+        field("Credits", num(m.credits)), field("Sent by key", idChip(res.api_key_id)))),
     el("section", { class: "card" }, el("h2", {}, "Timeline"),
       table(["Status", "At"], res.timeline.map((s) => el("tr", { "data-timeline-status": s.status }, el("td", {}, statusBadge(s.status, "timeline-status")), el("td", {}, when(s.at)))))),
     el("section", { class: "card" }, el("h2", {}, "Credits"),
@@ -697,17 +760,184 @@ async function renderUsers(body) {
 async function renderAudit(body) {
   const entries = (await api("GET", `/console/v1/audit_entries?workspace_id=${encodeURIComponent(state.workspaceId)}&page_size=100`)).data;
   const rows = entries.map((a) => {
-    const detail = el("tr", { hidden: true }, el("td", { colspan: 5 }, jsonBlock(a.request ?? {}, "audit-request")));
+    const detail = el("tr", { hidden: true }, el("td", { colspan: 6 }, jsonBlock(a.request ?? {}, "audit-request")));
     return [
       el("tr", { "data-audit-id": a.id },
-        el("td", {}, when(a.at)), el("td", {}, a.actor), el("td", { class: "mono" }, a.operation.split("/").pop()),
+        el("td", {}, when(a.at)), el("td", {}, idChip(a.id)), el("td", {}, a.actor), el("td", { class: "mono" }, a.operation.split("/").pop()),
         el("td", {}, statusBadge(a.outcome === "ok" ? "ok" : a.outcome, "outcome")),
         el("td", {}, el("button", { class: "link", onclick: () => (detail.hidden = !detail.hidden) }, "Request"))),
       detail,
     ];
   });
   fill(body, el("section", { class: "card" }, el("h2", {}, "Audit log"),
-    rows.length === 0 ? el("p", { class: "muted" }, "No changes recorded yet.") : table(["When", "Who", "Operation", "Outcome", ""], rows.flat())));
+    rows.length === 0 ? el("p", { class: "muted" }, "No changes recorded yet.") : table(["When", "Entry", "Who", "Operation", "Outcome", ""], rows.flat())));
+}
+
+/** The workspace's sender numbers, with the id a send names; admins add one, or archive one (after a confirmation). */
+async function renderSenders(body) {
+  const senders = (await api("GET", `${ws()}/senders?page_size=100`)).data;
+  const canEdit = canChange();
+  const archive = (sender) => async () => {
+    if (!confirmed(`Archive the sender "${sender.name}" (${sender.phone_number})? Sends from it are refused from then on.`)) return;
+    try {
+      await api("POST", `/console/v1/senders/${sender.id}:archive`, {});
+      await renderSenders(body);
+    } catch (err) {
+      body.prepend(errorLine(err));
+    }
+  };
+  const rows = senders.map((s) => el("tr", { "data-sender-id": s.id },
+    el("td", {}, s.name, el("div", {}, idChip(s.id))),
+    el("td", {}, num(s.phone_number, "phone-number")),
+    el("td", {}, statusBadge(s.status)),
+    el("td", {}, s.whatsapp_phone_number_id ? num(s.whatsapp_phone_number_id) : el("span", { class: "muted" }, "none")),
+    el("td", {}, when(s.created_at)),
+    el("td", { class: "actions" }, canEdit && s.status === "active" ? el("button", { class: "danger", onclick: archive(s) }, "Archive") : null)));
+  const phone = el("input", { type: "text", id: "sender-phone", inputmode: "numeric", required: true, placeholder: "4915112345678" });
+  const name = el("input", { type: "text", id: "sender-name", required: true });
+  const whatsapp = el("input", { type: "text", id: "sender-whatsapp", inputmode: "numeric", placeholder: "only with NETWORK=whatsapp" });
+  const form = createForm("Add sender", async () => {
+    await api("POST", `${ws()}/senders`, { phone_number: phone.value.trim(), name: name.value, whatsapp_phone_number_id: whatsapp.value.trim() });
+    await renderSenders(body);
+  },
+    el("label", { for: "sender-phone" }, "Phone number (digits with country code)"), phone,
+    el("label", { for: "sender-name" }, "Name"), name,
+    el("label", { for: "sender-whatsapp" }, "WhatsApp phone number ID"), whatsapp,
+  );
+  fill(body,
+    el("section", { class: "card" }, el("h2", {}, "Senders"),
+      el("p", { class: "muted" }, "The numbers messages are sent from; a send names one by its id (", el("code", {}, "sender"), ")."),
+      senders.length === 0 ? el("p", { class: "muted" }, "No senders yet.") : table(["Sender", "Number", "Status", "WhatsApp ID", "Created", ""], rows)),
+    canEdit ? el("section", { class: "card" }, el("h2", {}, "Add a sender"), form) : null);
+}
+
+/**
+ * The request that sends `template` (POST /v1/messages) as a curl command: its variables filled with their examples,
+ * from `senderId`, to the public API at `apiUrl`, with a flow token when it carries a form.
+ */
+function sendRequest(template, senderId, apiUrl) {
+  const variables = Object.fromEntries(template.variables.map((v) => [v.name, v.example || v.name]));
+  const payload = { to: "4915112345678", sender: senderId, template: { id: template.id, variables, ...(template.flow_id ? { flow: { token: "signup-4711" } } : {}) } };
+  return `curl -s ${apiUrl}/v1/messages -H "Authorization: Bearer $API_KEY" -H "Content-Type: application/json" \\\n  -d '${JSON.stringify(payload)}'`;
+}
+
+/**
+ * The workspace's templates, each with its body, its variables (required or not, with examples), the form it
+ * carries, and the request that sends it, ready to copy; admins archive one (after a confirmation).
+ */
+async function renderTemplates(body) {
+  const [templates, senders] = await Promise.all([api("GET", `${ws()}/templates?page_size=100`), api("GET", `${ws()}/senders?page_size=100`)]);
+  const sender = senders.data.find((s) => s.status === "active")?.id ?? "snd_…";
+  const apiUrl = state.me.public_port ? `${location.protocol}//${location.hostname}:${state.me.public_port}` : "http://localhost:8080";
+  const canEdit = canChange();
+  const cards = templates.data.map((t) => {
+    const snippet = sendRequest(t, sender, apiUrl);
+    const archive = async () => {
+      if (!confirmed(`Archive the template "${t.name}" (${t.language})? Sends with it are refused from then on.`)) return;
+      try {
+        await api("POST", `/console/v1/templates/${t.id}:archive`, {});
+        await renderTemplates(body);
+      } catch (err) {
+        body.prepend(errorLine(err));
+      }
+    };
+    return el("section", { class: "card template", "data-template-id": t.id },
+      el("h2", {}, t.name, " ", el("span", { class: "muted" }, t.language), " ", statusBadge(t.status)),
+      el("p", {}, idChip(t.id), t.flow_id ? [" · carries the form ", num(t.flow_id)] : null),
+      el("pre", { class: "json template-body", "data-test": "template-body" }, t.body),
+      t.variables.length === 0 ? el("p", { class: "muted" }, "No variables.") :
+        table(["Variable", "Required", "Example"], t.variables.map((v) => el("tr", { "data-variable": v.name },
+          el("td", {}, el("code", {}, v.name)), el("td", {}, v.required ? "required" : "optional"), el("td", { "data-test": "example" }, v.example || "—")))),
+      el("h3", {}, "Send request"),
+      el("pre", { class: "json", "data-test": "send-request" }, snippet),
+      el("p", { class: "roll" }, el("button", { type: "button", "data-test": "copy-send-request", onclick: (event) => copyText(snippet, event.currentTarget) }, "Copy send request"),
+        canEdit && t.status === "active" ? [" ", el("button", { class: "danger", onclick: archive }, "Archive")] : null));
+  });
+  fill(body,
+    templates.data.length === 0 ? el("section", { class: "card" }, el("h2", {}, "Templates"), el("p", { class: "muted" }, "No templates yet (msgsvc templates create).")) : null,
+    ...cards);
+}
+
+/** The balance, a top-up (after a confirmation, for admins) and the whole credit ledger, a page at a time. */
+async function renderCredits(body) {
+  const pageToken = hashQuery().get("page_token");
+  const [workspace, ledger] = await Promise.all([
+    api("GET", ws()),
+    api("GET", `${ws()}/credit_ledger?page_size=50${pageToken ? `&page_token=${encodeURIComponent(pageToken)}` : ""}`),
+  ]);
+  const amount = el("input", { type: "number", id: "topup-amount", min: 1, max: 1000000000, required: true, value: 100 });
+  const note = el("input", { type: "text", id: "topup-note", maxlength: 500, placeholder: "invoice 42" });
+  const form = createForm("Add credits", async () => {
+    const n = Number(amount.value);
+    if (!confirmed(`Add ${n.toLocaleString()} credits to "${workspace.name}"? The balance goes from ${Number(workspace.credit_balance).toLocaleString()} to ${(Number(workspace.credit_balance) + n).toLocaleString()}.`)) return;
+    await api("POST", `${ws()}/credits:add`, { amount: n, note: note.value });
+    location.hash = "credits";
+    await renderCredits(body);
+  },
+    el("label", { for: "topup-amount" }, "Credits to add"), amount,
+    el("label", { for: "topup-note" }, "Note"), note,
+  );
+  const next = () => (location.hash = `credits?page_token=${encodeURIComponent(ledger.next_page_token)}`);
+  fill(body,
+    el("section", { class: "card" }, el("h2", {}, "Credit balance"),
+      el("div", { class: "stats" }, el("div", { class: "stat" }, el("span", { class: "muted" }, workspace.name), el("b", { class: "num", "data-test": "credit-balance" }, Number(workspace.credit_balance).toLocaleString())))),
+    canChange() ? el("section", { class: "card" }, el("h2", {}, "Top up"), form) : null,
+    el("section", { class: "card" }, el("h2", {}, "Credit ledger"),
+      el("p", { class: "muted", "data-test": "ledger-total" }, `${ledger.total} change${ledger.total === 1 ? "" : "s"}, newest first`),
+      ledger.data.length === 0 ? el("p", { class: "muted" }, "No credit changes yet.") : ledgerTable(ledger.data),
+      ledger.next_page_token ? el("button", { onclick: next, "data-test": "next-page" }, "Next page") : null));
+}
+
+/** Downloads file `index` of flow response `id` with the session's token: fetched, then saved under its own name. */
+async function downloadFile(id, index, name, button) {
+  button.disabled = true;
+  try {
+    const res = await fetch(`/console/v1/flow_responses/${encodeURIComponent(id)}/files/${index}`, { headers: { authorization: `Bearer ${state.token}` } });
+    if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null));
+    const url = URL.createObjectURL(await res.blob());
+    const link = el("a", { href: url, download: name, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  } catch (err) {
+    button.after(errorLine(err));
+  } finally {
+    button.disabled = false;
+  }
+}
+
+/** Form submissions (flow responses), newest first: who, which form, the fields, and each file with a download. */
+async function renderForms(body) {
+  const query = hashQuery();
+  const params = new URLSearchParams({ page_size: "25" });
+  for (const name of ["flow_token", "page_token"]) if (query.get(name)) params.set(name, query.get(name));
+  const page = await api("GET", `${ws()}/flow_responses?${params}`);
+  const token = el("input", { type: "text", id: "form-token", placeholder: "signup-4711", value: query.get("flow_token") ?? "" });
+  const filters = el("form", { class: "filters", onsubmit: (event) => {
+    event.preventDefault();
+    location.hash = token.value.trim() ? `forms?flow_token=${encodeURIComponent(token.value.trim())}` : "forms";
+  } }, el("label", {}, "Flow token ", token), el("button", { type: "submit" }, "Filter"));
+  const rows = page.data.map((r) => el("tr", { "data-flow-response-id": r.id },
+    el("td", {}, when(r.received_at), el("div", {}, idChip(r.id))),
+    el("td", {}, num(r.from)),
+    el("td", {}, r.flow_id ? num(r.flow_id) : "—", el("div", { class: "muted mono" }, r.flow_token)),
+    el("td", {}, r.source_message_id ? idChip(r.source_message_id, `#messages/${r.source_message_id}`) : el("span", { class: "muted" }, "not traced")),
+    el("td", {}, el("dl", { class: "fields compact", "data-test": "response" }, Object.entries(r.response).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, typeof v === "string" ? v : JSON.stringify(v))]))),
+    el("td", { class: "actions" }, r.files.length === 0 ? el("span", { class: "muted" }, "no files") : r.files.map((f) =>
+      el("div", { class: "file", "data-file-index": f.index },
+        f.error ? [el("span", {}, f.file_name), el("div", { class: "error" }, f.error)] :
+          el("button", { type: "button", "data-test": "download", onclick: (event) => downloadFile(r.id, f.index, f.file_name, event.currentTarget) }, `${f.file_name}`),
+        el("span", { class: "muted" }, ` ${f.field} · ${f.mime_type}${f.size_bytes === null ? "" : ` · ${num(f.size_bytes.toLocaleString()).textContent} bytes`}`))))));
+  const nextPage = () => {
+    const next = hashQuery();
+    next.set("page_token", page.next_page_token);
+    location.hash = `forms?${next}`;
+  };
+  fill(body, el("section", { class: "card" }, el("h2", {}, "Form responses"), filters,
+    el("p", { class: "muted", "data-test": "forms-total" }, `${page.total} response${page.total === 1 ? "" : "s"}`),
+    rows.length === 0 ? el("p", { class: "muted" }, "No form responses match.") : table(["Received", "From", "Form", "Sent with", "Fields", "Files"], rows),
+    page.next_page_token ? el("button", { onclick: nextPage, "data-test": "next-page" }, "Next page") : null));
 }
 
 document.getElementById("workspace").addEventListener("change", (event) => {

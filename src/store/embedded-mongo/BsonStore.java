@@ -138,7 +138,7 @@ final class BsonStore {
             old.close();
         }
         Files.move(copy, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        System.err.println("embedded database: converted " + documents + " documents of " + file + " to BSON storage");
+        EmbeddedMongoServer.LOG.info("converted {} documents of {} to BSON storage", documents, file);
     }
 
     /**

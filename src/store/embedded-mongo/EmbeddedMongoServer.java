@@ -15,6 +15,8 @@ import java.util.stream.Stream;
 
 import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import de.bwaldvogel.mongo.MongoBackend;
 import de.bwaldvogel.mongo.MongoCollection;
@@ -40,6 +42,7 @@ import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
 import de.bwaldvogel.mongo.bson.BinData;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
+import de.bwaldvogel.mongo.exception.MongoServerException;
 import de.bwaldvogel.mongo.oplog.Oplog;
 import de.bwaldvogel.mongo.wire.bson.BsonEncoder;
 import io.netty.buffer.ByteBuf;
@@ -77,8 +80,15 @@ import io.netty.channel.Channel;
  *
  * <p>Find replies come in batches as MongoDB's do: 101 documents first where no batch size is asked for, never
  * more than 16 MiB ({@link #inBatches}).
+ *
+ * <p>Its log (SLF4J's simple logger on stderr, which the service relays into its own log) carries real errors only
+ * ({@link #answering}): a command the client gets an error answer for (an index that is not there, a duplicate key) is
+ * the client's to judge, as MongoDB leaves it to its clients, and is not logged here.
  */
 public final class EmbeddedMongoServer {
+
+    /** The launcher's own log lines (SLF4J logger {@code embedded-database}; the service relays them). */
+    static final Logger LOG = LoggerFactory.getLogger("embedded-database");
 
     /** MongoDB 5.0 as the Node driver sees it (wire version 13). */
     private static final MongoVersion MONGODB_5_0 = new MongoVersion() {
@@ -94,6 +104,25 @@ public final class EmbeddedMongoServer {
     };
 
     private EmbeddedMongoServer() {
+    }
+
+    /**
+     * A command's answer from {@code handle}, where what fails is logged as MongoDB logs it: an error the client is
+     * answered ({@link MongoServerException}: a missing index, a duplicate key, a bad query) is not logged, the
+     * client has it; anything else is a fault of this server, logged once at error level with its stack, then
+     * answered by the library as "Unknown error". The library's own handler logged every failed command at error
+     * level with a Java stack (a fresh start's drops of earlier releases' indexes printed about 150 lines); its
+     * logger is off ({@code src/store/embedded-mongo.ts}) and this is where a command's failure is logged instead.
+     */
+    static Document answering(String command, Supplier<Document> handle) {
+        try {
+            return handle.get();
+        } catch (MongoServerException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            LOG.error("command {} failed", command, e);
+            throw e;
+        }
     }
 
     public static void main(String[] args) throws IOException {
@@ -371,7 +400,7 @@ public final class EmbeddedMongoServer {
             return new MemoryBackend() {
                 @Override
                 public Document handleCommand(Channel channel, String databaseName, String command, Document query) {
-                    return CommandCounts.handle(channel, command, query, () -> super.handleCommand(channel, databaseName, command, query));
+                    return answering(command, () -> CommandCounts.handle(channel, command, query, () -> super.handleCommand(channel, databaseName, command, query)));
                 }
 
                 @Override
@@ -438,7 +467,7 @@ public final class EmbeddedMongoServer {
             return new H2Backend(store) {
                 @Override
                 public Document handleCommand(Channel channel, String databaseName, String command, Document query) {
-                    return CommandCounts.handle(channel, command, query, () -> super.handleCommand(channel, databaseName, command, query));
+                    return answering(command, () -> CommandCounts.handle(channel, command, query, () -> super.handleCommand(channel, databaseName, command, query)));
                 }
 
                 @Override

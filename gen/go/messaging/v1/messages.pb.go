@@ -786,13 +786,13 @@ var File_messaging_v1_messages_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\n" +
-	"\x1bmessaging/v1/messages.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xa5\x01\n" +
-	"\x12SendMessageRequest\x12\x1c\n" +
-	"\x02to\x18\x01 \x01(\tB\f\xe0A\x02\xbaH\x06r\x04е\x18\x01R\x02to\x12'\n" +
-	"\x06sender\x18\x02 \x01(\tB\x0f\xe0A\x02\xbaH\tr\aڵ\x18\x03sndR\x06sender\x12H\n" +
-	"\btemplate\x18\x03 \x01(\v2!.messaging.v1.SendMessageTemplateB\t\xe0A\x02\xbaH\x03\xc8\x01\x01R\btemplate\"\x9a\x02\n" +
-	"\x13SendMessageTemplate\x12\x1f\n" +
-	"\x02id\x18\x01 \x01(\tB\x0f\xe0A\x02\xbaH\tr\aڵ\x18\x03tplR\x02id\x12d\n" +
+	"\x1bmessaging/v1/messages.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xab\x01\n" +
+	"\x12SendMessageRequest\x12\x1f\n" +
+	"\x02to\x18\x01 \x01(\tB\x0f\xe0A\x02\xbaH\t\xc8\x01\x01r\x04е\x18\x01R\x02to\x12*\n" +
+	"\x06sender\x18\x02 \x01(\tB\x12\xe0A\x02\xbaH\f\xc8\x01\x01r\aڵ\x18\x03sndR\x06sender\x12H\n" +
+	"\btemplate\x18\x03 \x01(\v2!.messaging.v1.SendMessageTemplateB\t\xe0A\x02\xbaH\x03\xc8\x01\x01R\btemplate\"\x9d\x02\n" +
+	"\x13SendMessageTemplate\x12\"\n" +
+	"\x02id\x18\x01 \x01(\tB\x12\xe0A\x02\xbaH\f\xc8\x01\x01r\aڵ\x18\x03tplR\x02id\x12d\n" +
 	"\tvariables\x18\x02 \x03(\v20.messaging.v1.SendMessageTemplate.VariablesEntryB\x14\xe0A\x01\xbaH\x0e\x9a\x01\v*\tr\a\xf8\xb5\x18\x01\x18\x80\bR\tvariables\x12>\n" +
 	"\x04flow\x18\x03 \x01(\v2%.messaging.v1.SendMessageTemplateFlowB\x03\xe0A\x01R\x04flow\x1a<\n" +
 	"\x0eVariablesEntry\x12\x10\n" +

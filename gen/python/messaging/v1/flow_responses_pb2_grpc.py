@@ -82,7 +82,10 @@ class FlowResponseServiceServicer:
         of google.api.HttpBody chunks, the first carrying the content type.
         Unknown id, another workspace's id, an index outside the files array, or
         a file that could not be stored (see FlowResponseFile.error): not_found.
+        (Raw bytes are google.api.HttpBody in every API that serves files: the
+        public and the console method share it.)
         buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+        buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -21,11 +21,11 @@ class SendMessageRequest:
     Attributes:
         to (None | str | Unset): Recipient number: digits only with country code, 8 to 15 digits.
 
-            Rules: 8 to 15 digits with country code, without '+', spaces or a leading 0.
+            Rules: required; 8 to 15 digits with country code, without '+', spaces or a leading 0.
         sender (None | str | Unset): Sender to send from. Shape: snd_<uuid>; active and of the workspace
             (with NETWORK=whatsapp: one with a WhatsApp phone number ID).
 
-            Rules: an id such as `snd_<uuid>`.
+            Rules: required; an id such as `snd_<uuid>`.
         template (None | SendMessageTemplate | Unset): The template and the values of its variables.
 
             Rules: required.

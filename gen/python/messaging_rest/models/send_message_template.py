@@ -22,7 +22,7 @@ class SendMessageTemplate:
     Attributes:
         id (None | str | Unset): Template to send. Shape: tpl_<uuid>; active and of the workspace.
 
-            Rules: an id such as `tpl_<uuid>`.
+            Rules: required; an id such as `tpl_<uuid>`.
         variables (SendMessageTemplateVariables | Unset): Value of each variable the template needs, by variable name:
             every
             required variable present and non-empty, no unknown one; the rendered

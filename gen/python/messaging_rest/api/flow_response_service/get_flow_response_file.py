@@ -99,6 +99,8 @@ def sync_detailed(
     of google.api.HttpBody chunks, the first carrying the content type.
     Unknown id, another workspace's id, an index outside the files array, or
     a file that could not be stored (see FlowResponseFile.error): not_found.
+    (Raw bytes are google.api.HttpBody in every API that serves files: the
+    public and the console method share it.)
 
     Scope: `flow_responses:read`.
 
@@ -142,6 +144,8 @@ def sync(
     of google.api.HttpBody chunks, the first carrying the content type.
     Unknown id, another workspace's id, an index outside the files array, or
     a file that could not be stored (see FlowResponseFile.error): not_found.
+    (Raw bytes are google.api.HttpBody in every API that serves files: the
+    public and the console method share it.)
 
     Scope: `flow_responses:read`.
 
@@ -180,6 +184,8 @@ async def asyncio_detailed(
     of google.api.HttpBody chunks, the first carrying the content type.
     Unknown id, another workspace's id, an index outside the files array, or
     a file that could not be stored (see FlowResponseFile.error): not_found.
+    (Raw bytes are google.api.HttpBody in every API that serves files: the
+    public and the console method share it.)
 
     Scope: `flow_responses:read`.
 
@@ -221,6 +227,8 @@ async def asyncio(
     of google.api.HttpBody chunks, the first carrying the content type.
     Unknown id, another workspace's id, an index outside the files array, or
     a file that could not be stored (see FlowResponseFile.error): not_found.
+    (Raw bytes are google.api.HttpBody in every API that serves files: the
+    public and the console method share it.)
 
     Scope: `flow_responses:read`.
 
