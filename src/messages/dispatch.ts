@@ -163,6 +163,7 @@ export function createDispatcher(deps: {
         parameters: send.parameters,
         flow: send.flow ? { flowId: send.flow.flow_id, token: send.flow.token } : null,
         text: send.text,
+        templateCategory: message.template_category ?? "utility",
       });
     } catch (err) {
       const refused = err instanceof NetworkSendError ? err : new NetworkSendError({ code: 0, title: String((err as Error)?.message ?? err) }, true);

@@ -27,6 +27,7 @@ export const errorTable = {
   payload_too_large: { httpStatus: 413, grpcCode: Code.ResourceExhausted },
   not_found: { httpStatus: 404, grpcCode: Code.NotFound },
   insufficient_credits: { httpStatus: 402, grpcCode: Code.FailedPrecondition },
+  recipient_opted_out: { httpStatus: 400, grpcCode: Code.FailedPrecondition },
   conflict: { httpStatus: 409, grpcCode: Code.AlreadyExists },
   failed_precondition: { httpStatus: 409, grpcCode: Code.FailedPrecondition },
   unimplemented: { httpStatus: 501, grpcCode: Code.Unimplemented },
