@@ -6,6 +6,7 @@ import { auditCommands } from "./commands/audit.js";
 import { creditCommands } from "./commands/credits.js";
 import { deliveryCommands } from "./commands/deliveries.js";
 import { keyCommands } from "./commands/keys.js";
+import { optOutCommands } from "./commands/opt-outs.js";
 import { eventCommands, messageCommands } from "./commands/messages.js";
 import { requestCommands } from "./commands/requests.js";
 import { senderCommands } from "./commands/senders.js";
@@ -32,13 +33,14 @@ const VERSION = (JSON.parse(readFileSync(path.join(projectRoot, "package.json"),
  */
 
 /** The command groups, one module each under commands/. */
-const groups: ((ctx: CliContext) => Command)[] = [
+const groups: ((ctx: CliContext, env: NodeJS.ProcessEnv) => Command)[] = [
   workspaceCommands,
   keyCommands,
   senderCommands,
   templateCommands,
   creditCommands,
   messageCommands,
+  optOutCommands,
   eventCommands,
   simulateCommands,
   webhookCommands,
@@ -58,8 +60,11 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
   const program = new Command("msgsvc")
     .description("Console CLI of the messaging service (reads CONSOLE_URL and CONSOLE_TOKEN)")
     .version(VERSION, "-V, --version", "print the version")
-    .addHelpText("after", "\nEnvironment:\n  CONSOLE_URL    console API base URL (default http://127.0.0.1:8081)\n  CONSOLE_TOKEN  console token");
-  for (const group of groups) program.addCommand(group(ctx));
+    .addHelpText(
+      "after",
+      "\nEnvironment:\n  CONSOLE_URL    console API base URL (default http://127.0.0.1:8081)\n  CONSOLE_TOKEN  console token\n  API_URL        public API base URL, for messages send (default http://127.0.0.1:8080)\n  API_KEY        API key, for messages send",
+    );
+  for (const group of groups) program.addCommand(group(ctx, env));
   // Throw instead of exiting, in every subcommand, so errors get one treatment below.
   const throwOnExit = (command: Command): void => {
     command.exitOverride();
