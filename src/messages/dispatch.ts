@@ -66,7 +66,8 @@ export interface Dispatcher {
   /**
    * Graceful shutdown: messages not yet begun are left (their leases lapse
    * and another process takes them over) and running network calls are
-   * awaited, so that a stop never leaves a claim behind.
+   * awaited, so that a stop never leaves a claim behind; attempts waiting
+   * for one of the DISPATCH_CONCURRENCY slots end without calling.
    */
   stop(): Promise<void>;
 }
@@ -209,8 +210,10 @@ export function createDispatcher(deps: {
     },
     drain: () => queue.drain(),
     async stop() {
+      // Attempts still waiting for a slot return at once (attempt checks `stopped`), so every begun work settles and
+      // stop() returns: clearing the limiter's queue instead would leave their promises pending for ever, and the
+      // stop waiting on them (a batch queues a thousand at once).
       stopped = true;
-      limit.clearQueue();
       await queue.stop();
     },
   };

@@ -352,6 +352,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         });
         const outcomes = records.length > 0 ? await messages.insertBatch(records.map((r) => r.record)) : [];
         const duplicates: string[] = [];
+        const toDispatch: { record: MessageRecord; lease: string }[] = [];
         for (const [k, { index, record, lease }] of records.entries()) {
           const outcome = outcomes[k];
           if (outcome instanceof Error) {
@@ -368,7 +369,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
             continue;
           }
           results[index] = { message_id: record._id, record };
-          deps.dispatcher.dispatch(record, lease);
+          toDispatch.push({ record, lease });
         }
         for (const m of await messages.getMany(duplicates)) {
           const i = messageIds.indexOf(m._id);
@@ -377,6 +378,11 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         deps.metrics.messagesAccepted.inc(records.length - duplicates.length);
         const answer = results.map((r) => ("error" in r ? { error: r.error } : { message_id: r.message_id }));
         await decision?.complete(answer);
+        // Dispatched once the answer is on its way (the next turn of the event loop, after the handler's answer is
+        // serialized): a thousand network calls starting at once would otherwise compete with writing it.
+        setImmediate(() => {
+          for (const { record, lease } of toDispatch) deps.dispatcher.dispatch(record, lease);
+        });
         return answerBatch(state, answer, results.flatMap((r) => ("record" in r && r.record ? [r.record] : [])));
       } catch (err) {
         // Refused as a whole: what was reserved and not stored is given back (the sweep would, later), the key freed.
