@@ -35,8 +35,8 @@ export interface MessageServiceDeps {
   priceCredits: number;
   /** Whether senders need a WhatsApp phone number ID (NETWORK=whatsapp). */
   requirePhoneNumberId: boolean;
-  /** Dispatch: the fields a new message starts with (held by this process), and the start of its dispatch. */
-  dispatcher: Pick<Dispatcher, "newDispatch" | "dispatch">;
+  /** Dispatch: the fields a new message starts with (held by this process, or a batch's beyond its room waiting), and the start of its dispatch. */
+  dispatcher: Pick<Dispatcher, "newDispatch" | "dispatch" | "newDispatches" | "dispatchWaiting">;
   /** Counts accepted sends (msgsvc_messages_accepted_total). */
   metrics: Pick<Metrics, "messagesAccepted">;
   /** The workspaces' opt-out lists: a send to a listed number is refused. */
@@ -109,9 +109,6 @@ function itemError(err: ConnectError): { code: string; message: string; details:
   return { code, message, details: body };
 }
 
-/** Items of a batch send, at most (a rule of messages.proto; README "Sending messages"). */
-export const MAX_BATCH_MESSAGES = 1000;
-
 /**
  * The contract's violations of a batch, split: those of an item
  * (`messages[3].to`), by item and named as in a single send (`to`), and
@@ -182,9 +179,23 @@ function checkAgainst(
  * invalid_argument naming each field), then, with an
  * Idempotency-Key, replays the first answer for the same body (header
  * Idempotent-Replayed: true) or refuses another body with conflict; then
- * reserves the price with one conditional update of the balance
- * (insufficient_credits otherwise, creating nothing), stores the message
- * (status accepted: the outbox) and hands it to dispatch.
+ * refuses a recipient on the workspace's opt-out list (recipient_opted_out,
+ * the key not kept); then reserves the price with one conditional update of
+ * the balance (insufficient_credits otherwise, creating nothing), stores the
+ * message (status accepted: the outbox) and hands it to dispatch.
+ *
+ * BatchSendMessages (POST /v1/messages:batch, scope messages:send; README
+ * "Sending messages", Batch sends): 1 to 1,000 items, each checked as a
+ * single send is and refused on its own with that send's error body; a
+ * request wrong as a whole (no items, more than 1,000, a malformed
+ * Idempotency-Key) is one invalid_argument. The Idempotency-Key covers the
+ * batch (its results replayed). The recipients are looked up on the opt-out
+ * list in one find; the items the balance pays for are reserved with one
+ * conditional update (CreditStore.reserveMany; those beyond it get
+ * insufficient_credits), stored with one insertMany, and dispatched once the
+ * answer is written: as many held by this process as it has room for, the
+ * others stored due now for the claims (Dispatcher.newDispatches). The answer lists one result per item, in order, with the
+ * counts, which the request log records (RequestState.batchCounts).
  *
  * GetMessage and ListMessages (scope messages:read) show only the calling
  * key's messages; another key's message is not_found.
@@ -341,18 +352,20 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         }
         const reserved = await credits.reserveMany(workspaceId, toCharge.map((i) => messageIds[i] as string), price);
         const now = clock.now();
-        const records: { index: number; record: MessageRecord; lease: string }[] = [];
+        const records: { index: number; record: MessageRecord; lease: string | null }[] = [];
+        const dispatches = deps.dispatcher.newDispatches(now, reserved.filter((r) => r !== null).length);
         toCharge.forEach((i, k) => {
           const reservation = reserved[k];
           if (!reservation) return void refuse(i, insufficientCredits(price));
           reservations.set(i, reservation);
-          const { fields, lease } = deps.dispatcher.newDispatch(now);
+          const { fields, lease } = dispatches[records.length]!;
           const template = templateById.get(items[i]!.template?.id ?? "") as TemplateRecord;
           records.push({ index: i, lease, record: newMessageRecord(messageIds[i] as string, items[i]!, senderById.get(items[i]!.sender) as SenderRecord, template, principal, price, now, fields) });
         });
         const outcomes = records.length > 0 ? await messages.insertBatch(records.map((r) => r.record)) : [];
         const duplicates: string[] = [];
         const toDispatch: { record: MessageRecord; lease: string }[] = [];
+        let waitingStored = false;
         for (const [k, { index, record, lease }] of records.entries()) {
           const outcome = outcomes[k];
           if (outcome instanceof Error) {
@@ -369,7 +382,8 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
             continue;
           }
           results[index] = { message_id: record._id, record };
-          toDispatch.push({ record, lease });
+          if (lease) toDispatch.push({ record, lease });
+          else waitingStored = true;
         }
         for (const m of await messages.getMany(duplicates)) {
           const i = messageIds.indexOf(m._id);
@@ -382,6 +396,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         // serialized): a thousand network calls starting at once would otherwise compete with writing it.
         setImmediate(() => {
           for (const { record, lease } of toDispatch) deps.dispatcher.dispatch(record, lease);
+          if (waitingStored) deps.dispatcher.dispatchWaiting();
         });
         return answerBatch(state, answer, results.flatMap((r) => ("record" in r && r.record ? [r.record] : [])));
       } catch (err) {

@@ -101,7 +101,7 @@ export async function runBatchBench(options: { mongodbUri: string }): Promise<st
     for (let i = 0; i < WARMUP_BATCHES; i++) await sendBatch();
     const rows: string[][] = [];
     /** Runs `batches` batches one after the other (each `run`), and adds their row. */
-    const measure = async (name: string, batches: number, run: (i: number) => Promise<{ status: number; json: { accepted_count?: number }; ms: number }>) => {
+    const measure = async (name: string, batches: number, run: (i: number) => Promise<{ status: number; json: { accepted_count?: number }; ms: number; items?: number }>) => {
       const before = await counter.snapshot();
       const cpuBefore = await cpuSeconds(pid);
       const times: number[] = [];
@@ -112,7 +112,7 @@ export async function runBatchBench(options: { mongodbUri: string }): Promise<st
         if (res.status !== 200) throw new Error(`${name}: answered ${res.status} ${JSON.stringify(res.json).slice(0, 300)}`);
         times.push(res.ms);
         accepted += res.json.accepted_count ?? 0;
-        items += BATCH;
+        items += res.items ?? BATCH;
       }
       await new Promise((resolve) => setTimeout(resolve, 1500)); // the ledger's pending marks are cleared within a second
       const cpuAfter = await cpuSeconds(pid);
@@ -158,7 +158,7 @@ export async function runBatchBench(options: { mongodbUri: string }): Promise<st
           for (let i = 0; i < 32; i++) if ((await post(key, "/v1/messages", item())).status === 200) accepted++;
         }),
       );
-      return { status: 200, json: { accepted_count: accepted }, ms: performance.now() - started };
+      return { status: 200, json: { accepted_count: accepted }, ms: performance.now() - started, items: keys.length * 32 };
     });
     await idle();
     return [
