@@ -323,10 +323,6 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     expect(await row.locator("[data-test=source]").textContent()).toContain("console (web-admin@example.com)");
     const listed = await rest(t.consoleUrl, "GET", `/console/v1/workspaces/${workspaceId}/opt_outs`, { key: TEST_CONSOLE_TOKEN });
     expect(listed.json.data.map((o: { phone_number: string }) => o.phone_number)).toEqual(["4915122310001"]);
-    // A malformed number is refused, the rule shown under the form.
-    await page.fill("#opt-out-number", "+49 151");
-    await page.click("form button[type=submit]:has-text('Add to the list')");
-    await expect.poll(() => page.textContent("[role=alert]")).toContain("phone_number: must be 8 to 15 digits");
     page.once("dialog", (dialog) => void dialog.dismiss());
     await row.locator("button", { hasText: "Remove" }).click();
     expect(await row.count()).toBe(1);
