@@ -194,8 +194,9 @@ function checkAgainst(
  * conditional update (CreditStore.reserveMany; those beyond it get
  * insufficient_credits), stored with one insertMany, and dispatched once the
  * answer is written: as many held by this process as it has room for, the
- * others stored due now for the claims (Dispatcher.newDispatches). The answer lists one result per item, in order, with the
- * counts, which the request log records (RequestState.batchCounts).
+ * others stored due now for the claims (Dispatcher.newDispatches). The
+ * answer lists one result per item, in order, with the counts, which the
+ * request log records (RequestState.batchCounts).
  *
  * GetMessage and ListMessages (scope messages:read) show only the calling
  * key's messages; another key's message is not_found.
