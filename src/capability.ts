@@ -25,6 +25,8 @@ import type { Metrics } from "./metrics/metrics.js";
 import type { RequestLog } from "./requestlog/request-log.js";
 import type { CreditStore } from "./credits/credit-store.js";
 import type { WorkspaceStore } from "./workspaces/workspace-store.js";
+import type { AuditLog } from "./console/audit/audit-log.js";
+import type { OptOutStore } from "./optouts/opt-out-store.js";
 
 /**
  * The stores of the capabilities, each the one module that reads and writes
@@ -45,6 +47,8 @@ export interface CapabilityStores {
   readonly webhookDeliveries: DeliveryStore;
   /** The rate windows of the webhook endpoints' rate limits (a window of a second). */
   readonly webhookThrottle: RateLimiter;
+  /** The workspaces' opt-out lists. */
+  readonly optOuts: OptOutStore;
 }
 
 /**
@@ -69,6 +73,8 @@ export interface Platform {
   readonly consoleUsers: ConsoleUserStore;
   /** Failed console sign-ins per account and address. */
   readonly signInLimits: SignInLimits;
+  /** The audit log's record of changes the service makes itself (opt-outs by a reply or a network error). */
+  readonly audit: Pick<AuditLog, "recordServiceChange">;
   /** Prometheus metrics of this process (GET /metrics on the console port). */
   readonly metrics: Metrics;
   readonly stores: CapabilityStores;

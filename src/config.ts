@@ -89,6 +89,19 @@ const mediaTypes = (fallback: string[]) =>
     .transform((v) => v.split(",").map((t) => t.trim().toLowerCase()).filter((t) => t !== ""))
     .refine((list) => list.length > 0 && list.every((t) => MEDIA_TYPE.test(t)), 'must be a comma-separated list of media types such as "image/jpeg,application/pdf", "image/*" or "*/*"');
 
+/** A comma-separated list of reply keywords (each 1 to 30 characters), upper-cased; "" for none. */
+const keywords = (fallback: string[]) =>
+  z
+    .string()
+    .default(fallback.join(","))
+    .transform((v) => v.split(",").map((k) => k.trim().toUpperCase()).filter((k) => k !== ""))
+    .refine((list) => list.length <= 20 && list.every((k) => k.length <= 30), "must be at most 20 comma-separated keywords of at most 30 characters each");
+
+/** Default opt-out keywords of a workspace (Twilio's and the CTIA's STOP words). */
+export const DEFAULT_OPT_OUT_KEYWORDS = ["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT"];
+/** Default opt-in keywords of a workspace. */
+export const DEFAULT_OPT_IN_KEYWORDS = ["START", "UNSTOP", "YES"];
+
 /**
  * The environment variables the service reads, with their rules and
  * defaults: the one source of the configuration (README "Configuration"
@@ -177,6 +190,13 @@ const variables = z.object({
   DATA_DIR: z.string().min(1).default(".data"),
   /** Messaging network adapter: the in-process simulator or the WhatsApp Cloud API. */
   NETWORK: z.enum(["simulator", "whatsapp"], { error: 'must be "simulator" or "whatsapp"' }).default("simulator"),
+  /**
+   * Reply keywords that put the writer on the workspace's opt-out list, for workspaces without their own list
+   * (msgsvc opt-outs keywords): comma-separated, matched against a reply's whole text, trimmed, in any case.
+   */
+  OPT_OUT_KEYWORDS: keywords(DEFAULT_OPT_OUT_KEYWORDS),
+  /** Reply keywords that take the writer off the list again, for workspaces without their own list. */
+  OPT_IN_KEYWORDS: keywords(DEFAULT_OPT_IN_KEYWORDS),
   /** Credits one message costs (0 makes sending free). */
   MESSAGE_PRICE_CREDITS: integer(1, 0, 1_000_000, "credits"),
   /** Dispatch attempts of a message before a network outage makes it fail. */
@@ -278,6 +298,8 @@ const schema = variables
     }
     if (v.CONSOLE_ADMIN_EMAIL !== undefined && v.CONSOLE_ADMIN_PASSWORD === undefined) issue("CONSOLE_ADMIN_PASSWORD", "must be set when CONSOLE_ADMIN_EMAIL is");
     if (v.CONSOLE_ADMIN_PASSWORD !== undefined && v.CONSOLE_ADMIN_EMAIL === undefined) issue("CONSOLE_ADMIN_EMAIL", "must be set when CONSOLE_ADMIN_PASSWORD is");
+    const both = v.OPT_OUT_KEYWORDS.filter((k) => v.OPT_IN_KEYWORDS.includes(k));
+    if (both.length > 0) issue("OPT_IN_KEYWORDS", `must not repeat an opt-out keyword (${both.join(", ")})`);
     if (v.NETWORK === "whatsapp") {
       for (const name of ["WHATSAPP_ACCESS_TOKEN", "WHATSAPP_APP_SECRET", "WHATSAPP_VERIFY_TOKEN"] as const) {
         if (v[name] === undefined) issue(name, 'must be set when NETWORK is "whatsapp"');

@@ -14,6 +14,8 @@ import { createFlowFileStore } from "./flows/flow-files.js";
 import { createFlowResponseStore } from "./flows/flow-response-store.js";
 import { createIdempotencyStore } from "./messages/idempotency.js";
 import { createMessageStore } from "./messages/message-store.js";
+import { createOptOutStore } from "./optouts/opt-out-store.js";
+import { OptOutService } from "../gen/messaging/v1/opt_outs_pb.js";
 import { createReportStore } from "./messages/report-store.js";
 import { createSimulatorMediaStore } from "./network/simulator-media.js";
 import { createSenderStore } from "./senders/sender-store.js";
@@ -86,7 +88,7 @@ export interface RunningService {
 }
 
 /** Public services served whether or not a capability provides their methods yet. */
-const PUBLIC_SERVICES = [AccountService, SenderService, TemplateService, MessageService, WebhookService, FlowResponseService];
+const PUBLIC_SERVICES = [AccountService, SenderService, TemplateService, MessageService, OptOutService, WebhookService, FlowResponseService];
 
 /**
  * The capabilities of the service, in the order they start. Each plugs its
@@ -122,6 +124,7 @@ function createCapabilityStores(db: Db, clock: Clock, config: Config): Capabilit
     webhookEndpoints: createEndpointStore(db, clock, requireWebhookSecretKey(config.webhookSecretKey)),
     webhookDeliveries: createDeliveryStore(db),
     webhookThrottle: createRateLimiter(db, clock, THROTTLE_WINDOW_MS),
+    optOuts: createOptOutStore(db),
   };
 }
 
@@ -216,6 +219,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
     requestLog,
     consoleUsers,
     signInLimits,
+    audit: auditLog,
     metrics,
     stores: createCapabilityStores(db, clock, config),
     queueClaims: new QueueClaims(),
@@ -262,6 +266,7 @@ export async function startService(options: StartOptions): Promise<RunningServic
           error_code: outcome.errorCode ?? null,
           client_address: state.clientAddress,
           duration_ms: durationMs,
+          ...(state.batchCounts ? { accepted_count: state.batchCounts.accepted, refused_count: state.batchCounts.refused } : {}),
         });
         metrics.requests.inc({ operation: operation ?? "none", protocol: state.protocol, code: outcome.errorCode ?? "ok" });
         metrics.requestDuration.observe({ operation: operation ?? "none", protocol: state.protocol }, durationMs / 1000);

@@ -62,12 +62,14 @@ interface Run {
 interface EnumStyle {
   messageStatus(json: string): string;
   templateStatus(json: string): string;
+  templateCategory(json: string): string;
 }
 const GRPC_ENUMS: EnumStyle = {
   messageStatus: (json) => `MESSAGE_STATUS_${json.toUpperCase()}`,
   templateStatus: (json) => `TEMPLATE_STATUS_${json.toUpperCase()}`,
+  templateCategory: (json) => `TEMPLATE_CATEGORY_${json.toUpperCase()}`,
 };
-const REST_ENUMS: EnumStyle = { messageStatus: (json) => json, templateStatus: (json) => json };
+const REST_ENUMS: EnumStyle = { messageStatus: (json) => json, templateStatus: (json) => json, templateCategory: (json) => json };
 
 let t: TestService;
 let workspaceId: string;
@@ -147,6 +149,7 @@ const expectedTemplates = (enums: EnumStyle) => ({
       ],
       flow: null,
       created_at: expect.stringMatching(ISO_MS),
+      category: enums.templateCategory("utility"),
     },
   ],
   total: 1,

@@ -108,7 +108,7 @@ describe("msgsvc senders, templates, credits and simulate", () => {
       "--body", "Hello {{name}}, your code is {{code}}", "--examples", "name=Ada,code=123456", "--optional", "name",
     ]);
     expect(created.code).toBe(0);
-    expect(created.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+LANGUAGE\s+STATUS\s+VARIABLES/);
+    expect(created.stdout.split("\n")[0]).toMatch(/^ID\s+NAME\s+LANGUAGE\s+CATEGORY\s+STATUS\s+VARIABLES/);
     expect(created.stdout).toContain("name?,code");
     const templatesList = JSON.parse((await msgsvc(t, ["templates", "list", "--workspace", ws.id, "--json"])).stdout);
     expect(templatesList).toMatchObject({ object: "list", total: 1, next_page_token: null });

@@ -154,6 +154,21 @@ describe("grpc-js clients made from the loaded definitions", () => {
     expect(refused?.details).toContain("to");
   });
 
+  it("MessageService.BatchSendMessages and OptOutService.ListOptOuts", async () => {
+    const batch = await unary("MessageService", "BatchSendMessages", {
+      messages: [
+        { to: RECIPIENT, sender: senderId, template: { id: templateId, variables: { name: "Ada", code: "1" } } },
+        { to: "12", sender: senderId, template: { id: templateId, variables: { name: "Ada", code: "1" } } },
+      ],
+    });
+    expect(batch.accepted_count).toBe(1);
+    expect(batch.results[0].message.status).toBe("MESSAGE_STATUS_ACCEPTED");
+    expect(batch.results[1].index).toBe(1);
+    expect(batch.results[1].error.code).toBe("invalid_argument");
+    const optOuts = await unary("OptOutService", "ListOptOuts", { page_size: 10 });
+    expect(optOuts).toMatchObject({ object: "list", data: [], total: 0 });
+  });
+
   it("WebhookService.ListWebhooks", async () => {
     const hooks = await unary("WebhookService", "ListWebhooks", {});
     expect(hooks).toMatchObject({ object: "list", data: [], total: 0 });

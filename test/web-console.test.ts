@@ -421,8 +421,32 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     }
   });
 
+  it("shows the opt-out list, adds a number, removes it after a confirmation, and changes the reply keywords", async () => {
+    await page.goto(`${t.consoleUrl}/#opt-outs`);
+    await expect.poll(() => page.textContent("[data-test=opt-out-total]")).toContain("0 numbers");
+    await page.fill("#opt-out-number", "4915122310001");
+    await page.click("form button[type=submit]:has-text('Add to the list')");
+    const row = page.locator("tr[data-phone-number='4915122310001']");
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.locator("[data-test=source]").textContent()).toContain("console (web-admin@example.com)");
+    const listed = await rest(t.consoleUrl, "GET", `/console/v1/workspaces/${workspaceId}/opt_outs`, { key: TEST_CONSOLE_TOKEN });
+    expect(listed.json.data.map((o: { phone_number: string }) => o.phone_number)).toEqual(["4915122310001"]);
+    page.once("dialog", (dialog) => void dialog.dismiss());
+    await row.locator("button", { hasText: "Remove" }).click();
+    expect(await row.count()).toBe(1);
+    page.once("dialog", (dialog) => {
+      expect(dialog.message()).toContain("Take 4915122310001 off the opt-out list?");
+      void dialog.accept();
+    });
+    await row.locator("button", { hasText: "Remove" }).click();
+    await expect.poll(() => row.count()).toBe(0);
+    await page.fill("#opt-out-keywords", "STOP, basta");
+    await page.click("form button[type=submit]:has-text('Save keywords')");
+    await expect.poll(async () => (await rest(t.consoleUrl, "GET", `/console/v1/workspaces/${workspaceId}/opt_out_settings`, { key: TEST_CONSOLE_TOKEN })).json.opt_out_keywords).toEqual(["STOP", "BASTA"]);
+  });
+
   it("lays every page out at 1280 and 390 px wide without overflow, stray text or console errors", async () => {
-    const pages = ["overview", "messages", "forms", "senders", "templates", "credits", "keys", "webhooks", "refused", "refused?since=7d", "users", "audit"];
+    const pages = ["overview", "messages", "forms", "senders", "templates", "credits", "keys", "webhooks", "refused", "refused?since=7d", "opt-outs", "users", "audit"];
     const listed = await rest(t.consoleUrl, "GET", `/console/v1/workspaces/${workspaceId}/messages?page_size=1`, { key: TEST_CONSOLE_TOKEN });
     const messageId = listed.json.data[0]?.message_id as string | undefined;
     if (messageId) pages.push(`messages/${messageId}`);
@@ -465,9 +489,9 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     };
     // The tabs: hidden behind the menu's button, each in view once it is open, each reached.
     const links = page.locator("nav .tabs a");
-    await expect.poll(() => links.count()).toBe(11);
+    await expect.poll(() => links.count()).toBe(12);
     const names = await links.allTextContents();
-    expect(names).toEqual(["Overview", "Messages", "Forms", "Senders", "Templates", "Credits", "API keys", "Webhooks", "Refused requests", "Users", "Audit log"]);
+    expect(names).toEqual(["Overview", "Messages", "Forms", "Senders", "Templates", "Credits", "API keys", "Webhooks", "Refused requests", "Opt-outs", "Users", "Audit log"]);
     expect(await links.first().isVisible()).toBe(false);
     for (const name of names) {
       await page.click("nav .menu-toggle");

@@ -19,7 +19,7 @@ const VERSION = (JSON.parse(readFileSync(path.join(projectRoot, "package.json"),
  */
 
 /** A group of commands: its module's factory. */
-type Group = (ctx: CliContext) => Command;
+type Group = (ctx: CliContext, env: NodeJS.ProcessEnv) => Command;
 
 /**
  * The command groups by name, in the order help lists them, each loaded from
@@ -35,6 +35,7 @@ const groups: Record<string, () => Promise<Group>> = {
   templates: async () => (await import("./commands/templates.js")).templateCommands,
   credits: async () => (await import("./commands/credits.js")).creditCommands,
   messages: async () => (await import("./commands/messages.js")).messageCommands,
+  "opt-outs": async () => (await import("./commands/opt-outs.js")).optOutCommands,
   events: async () => (await import("./commands/messages.js")).eventCommands,
   simulate: async () => (await import("./commands/simulate.js")).simulateCommands,
   "flow-responses": async () => (await import("./commands/flow-responses.js")).flowResponseCommands,
@@ -55,10 +56,13 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv = process.en
   const program = new Command("msgsvc")
     .description("Console CLI of the messaging service (reads CONSOLE_URL and CONSOLE_TOKEN)")
     .version(VERSION, "-V, --version", "print the version")
-    .addHelpText("after", "\nEnvironment:\n  CONSOLE_URL    console API base URL (default http://127.0.0.1:8081)\n  CONSOLE_TOKEN  console token");
+    .addHelpText(
+      "after",
+      "\nEnvironment:\n  CONSOLE_URL    console API base URL (default http://127.0.0.1:8081)\n  CONSOLE_TOKEN  console token\n  API_URL        public API base URL, for messages send (default http://127.0.0.1:8080)\n  API_KEY        API key, for messages send",
+    );
   const named = argv[0] !== undefined ? groups[argv[0]] : undefined;
   const version = argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V");
-  for (const load of version ? [] : named ? [named] : Object.values(groups)) program.addCommand((await load())(ctx));
+  for (const load of version ? [] : named ? [named] : Object.values(groups)) program.addCommand((await load())(ctx, env));
   // Throw instead of exiting, in every subcommand, so errors get one treatment below.
   const throwOnExit = (command: Command): void => {
     command.exitOverride();

@@ -7,6 +7,7 @@ import { file_messaging_console_v1_deliveries } from "../../gen/messaging/consol
 import { file_messaging_console_v1_flow_responses } from "../../gen/messaging/console/v1/flow_responses_pb.js";
 import { file_messaging_console_v1_message_stats } from "../../gen/messaging/console/v1/message_stats_pb.js";
 import { file_messaging_console_v1_messages } from "../../gen/messaging/console/v1/messages_pb.js";
+import { file_messaging_console_v1_opt_outs } from "../../gen/messaging/console/v1/opt_outs_pb.js";
 import { file_messaging_console_v1_request_log } from "../../gen/messaging/console/v1/request_log_pb.js";
 import { file_messaging_console_v1_senders } from "../../gen/messaging/console/v1/senders_pb.js";
 import { file_messaging_console_v1_simulator } from "../../gen/messaging/console/v1/simulator_pb.js";
@@ -17,6 +18,7 @@ import { file_messaging_v1_account } from "../../gen/messaging/v1/account_pb.js"
 import { file_messaging_v1_events } from "../../gen/messaging/v1/events_pb.js";
 import { file_messaging_v1_flow_responses } from "../../gen/messaging/v1/flow_responses_pb.js";
 import { file_messaging_v1_messages } from "../../gen/messaging/v1/messages_pb.js";
+import { file_messaging_v1_opt_outs } from "../../gen/messaging/v1/opt_outs_pb.js";
 import { file_messaging_v1_senders } from "../../gen/messaging/v1/senders_pb.js";
 import { file_messaging_v1_templates } from "../../gen/messaging/v1/templates_pb.js";
 import { file_messaging_v1_webhooks } from "../../gen/messaging/v1/webhooks_pb.js";
@@ -27,6 +29,7 @@ export const PUBLIC_API_FILES: readonly DescFile[] = [
   file_messaging_v1_senders,
   file_messaging_v1_templates,
   file_messaging_v1_messages,
+  file_messaging_v1_opt_outs,
   file_messaging_v1_webhooks,
   file_messaging_v1_flow_responses,
   file_messaging_v1_events,
@@ -44,6 +47,7 @@ export const CONSOLE_API_FILES: readonly DescFile[] = [
   file_messaging_console_v1_deliveries,
   file_messaging_console_v1_messages,
   file_messaging_console_v1_message_stats,
+  file_messaging_console_v1_opt_outs,
   file_messaging_console_v1_request_log,
   file_messaging_console_v1_audit_log,
   file_messaging_console_v1_simulator,

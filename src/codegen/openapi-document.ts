@@ -72,6 +72,19 @@ const OPERATION_HEADERS: Readonly<Record<string, OperationHeaders>> = {
     response: { "Idempotent-Replayed": { $ref: "#/components/headers/Idempotent-Replayed" } },
     errorStatuses: [402, 409],
   },
+  "/messaging.v1.MessageService/BatchSendMessages": {
+    request: [
+      {
+        name: "Idempotency-Key",
+        in: "header",
+        required: false,
+        description: `Makes the whole batch safe to retry: a later request of the same API key with the same key and the same body answers the same results (header \`Idempotent-Replayed: true\`) without spending again; with another body it is a 409 \`conflict\`, as it is while the first request is still in progress. Keys are remembered for ${IDEMPOTENCY_TTL_MS / 3_600_000} hours. The key ${IDEMPOTENCY_KEY_RULE}.`,
+        schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[!-~]+$" },
+      },
+    ],
+    response: { "Idempotent-Replayed": { $ref: "#/components/headers/Idempotent-Replayed" } },
+    errorStatuses: [409],
+  },
 };
 
 /** When each event fires (spec §Events). */
@@ -82,6 +95,9 @@ const EVENT_DESCRIPTIONS: Readonly<Record<EventType, string>> = {
   "message.failed": "The message will not arrive; `data.error` carries the network's error code and title.",
   "message.received": "Somebody replied; `data` describes the reply (`from`, `text`, `reply_to_message_id`).",
   "flow.completed": "A form was submitted; files are listed without contents (GET /v1/flow_responses/{id}/files/{index}).",
+  "contact.opted_out":
+    "A number was put on the workspace's opt-out list (`data.source`: a reply with an opt-out keyword, WhatsApp's 131050 on a marketing template, or the console); sends to it are refused with `recipient_opted_out` from now on.",
+  "contact.opted_in": "A number was taken off the workspace's opt-out list (a reply with an opt-in keyword, or the console); sends to it are accepted again.",
 };
 
 /** What every webhook delivery has in common (spec §Outbound, §Webhook signature, §Delivery rules). */
@@ -546,7 +562,7 @@ function errorSchemas(): Record<string, JsonValue> {
             details: {
               type: "object",
               description:
-                "Facts about the error as strings, by code: insufficient_scope has required_scope and held_scopes (comma-separated); invalid_argument has field, rule and field_violations; key refusals name api_key_id where the key was recognised.",
+                "Facts about the error as strings, by code: insufficient_scope has required_scope and held_scopes (comma-separated); invalid_argument has field, rule and field_violations; recipient_opted_out has phone_number; insufficient_credits has price_credits; key refusals name api_key_id where the key was recognised.",
               properties: {
                 field_violations: {
                   type: "array",
@@ -605,7 +621,7 @@ function headerComponents(): Record<string, JsonValue> {
     "RateLimit-Reset": { description: "Seconds until the window rolls over.", required: true, schema: seconds },
     "Retry-After": { description: "On 429: seconds to wait before retrying, equal to RateLimit-Reset.", required: true, schema: seconds },
     "Idempotent-Replayed": {
-      description: "`true` when the answer is the message an earlier request with the same Idempotency-Key created; absent otherwise.",
+      description: "`true` when the answer is what an earlier request with the same Idempotency-Key made (the message, or a batch's results); absent otherwise.",
       schema: { type: "string", enum: ["true"] },
     },
   };

@@ -11,7 +11,7 @@ import { buildOpenApiDocument, type DescribeFn } from "./openapi-document.js";
  * (served at GET /openapi.json by src/openapi/openapi-capability.ts).
  * Descriptions are the leading comments of the protos. The webhook envelopes
  * are the messages of events.proto: MessageEvent for message.* events,
- * FlowCompletedEvent for flow.completed.
+ * FlowCompletedEvent for flow.completed, ContactEvent for contact.* events.
  */
 
 const DESCRIPTION = `A workspace-scoped API to send template messages, read back their status, and read the configuration of the signed webhooks the service delivers.
@@ -50,7 +50,10 @@ const plugin: Plugin = {
       return desc;
     };
     const webhookEnvelopes = Object.fromEntries(
-      EVENT_TYPES.map((type) => [type, envelope(type.startsWith("message.") ? "messaging.v1.MessageEvent" : "messaging.v1.FlowCompletedEvent")]),
+      EVENT_TYPES.map((type) => [
+        type,
+        envelope(type.startsWith("message.") ? "messaging.v1.MessageEvent" : type.startsWith("contact.") ? "messaging.v1.ContactEvent" : "messaging.v1.FlowCompletedEvent"),
+      ]),
     ) as Record<EventType, DescMessage>;
     const document = buildOpenApiDocument(services, {
       title: "Messaging service API",

@@ -76,6 +76,20 @@ export interface CreditStore {
    * stored, or releaseSpend if it could not be.
    */
   reserve(workspaceId: string, messageId: string, amount: number): Promise<Reservation | null>;
+  /**
+   * Reserves credits for many messages of one workspace at once (a batch
+   * send), `amount` each, in their order: with one conditional update of
+   * the balance for all of them where it pays for all (each spend recorded as
+   * pending, as reserve does); else the first as many as it pays for, the
+   * count read from the balance and its update conditional on it (a few
+   * rounds when other spends change the balance meanwhile, then one by one).
+   * A spend pending already for a message (an earlier attempt of the same
+   * batch) is that reservation. Resolves to one reservation per message, or
+   * null for those the balance cannot pay for: they always come after every
+   * reserved one. Exact under concurrency: each refusal is a conditional
+   * update that found the balance too low.
+   */
+  reserveMany(workspaceId: string, messageIds: readonly string[], amount: number): Promise<(Reservation | null)[]>;
   /** Gives back a reservation whose message was never stored. Idempotent. */
   releaseSpend(workspaceId: string, messageId: string): Promise<void>;
   /**
@@ -336,6 +350,54 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
     return results;
   }, 100);
 
+  /** Rounds of reserveMany that read the balance and try the count it pays for, before spends are reserved one by one. */
+  const RESERVE_MANY_ROUNDS = 4;
+
+  async function reserveMany(workspaceId: string, messageIds: readonly string[], amount: number): Promise<(Reservation | null)[]> {
+    const at = clock.now();
+    const requests: SpendRequest[] = messageIds.map((messageId) => ({
+      workspaceId,
+      opId: `spend:${messageId}`,
+      op: { kind: "spend", amount: -amount, message_id: messageId, note: null, at },
+    }));
+    const results: (Reservation | null)[] = requests.map(() => null);
+    /** Reserves requests [from, to) with one update of their sum; true when it was made. */
+    const together = async (from: number, to: number): Promise<boolean> => {
+      const group = requests.slice(from, to);
+      const total = group.length * amount;
+      const after = await apply(workspaceId, Object.fromEntries(group.map((r) => [r.opId, r.op])), { credit_balance: { $gte: total } });
+      if (!after) return false;
+      let balance = after.credit_balance + total;
+      group.forEach(({ opId, op }, k) => (results[from + k] = reservation(workspaceId, opId, op, (balance += op.amount))));
+      return true;
+    };
+    let next = 0;
+    if (requests.length === 0 || (await together(0, requests.length))) return results;
+    for (let round = 0; round < RESERVE_MANY_ROUNDS && next < requests.length; round++) {
+      const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { credit_balance: 1, credit_ops: 1 } });
+      if (!doc) return results;
+      // Spends an earlier attempt of the same batch reserved (their messages were not answered) are theirs already.
+      const pending = doc.credit_ops ?? {};
+      while (next < requests.length && pending[requests[next]!.opId]) {
+        const { opId } = requests[next]!;
+        results[next] = reservation(workspaceId, opId, pending[opId]!, doc.credit_balance);
+        next++;
+      }
+      if (requests.slice(next).some((r) => pending[r.opId])) break; // interleaved: one by one below
+      const payable = amount > 0 ? Math.min(requests.length - next, Math.floor(doc.credit_balance / amount)) : requests.length - next;
+      if (payable <= 0) return results;
+      // Those after them are more than the balance read pays for: refused.
+      if (await together(next, next + payable)) return results;
+    }
+    // Contended: one by one, each a conditional update; the first the balance cannot pay for ends the batch's spends.
+    for (; next < requests.length; next++) {
+      const reserved = await reserveAlone(requests[next]!);
+      if (!reserved) break;
+      results[next] = reserved;
+    }
+    return results;
+  }
+
   async function settle(workspaceId: string, opId: string, balanceAfter: number | null): Promise<void> {
     const doc = await workspaces.findOne({ _id: workspaceId }, { projection: { [`credit_ops.${opId}`]: 1 } });
     const op = doc?.credit_ops?.[opId];
@@ -361,6 +423,7 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
       const opId = `spend:${messageId}`;
       return spends.add({ workspaceId, opId, op: { kind: "spend", amount: -amount, message_id: messageId, note: null, at: clock.now() } });
     },
+    reserveMany,
     releaseSpend,
     async refund(workspaceId, messageId, amount, markDone) {
       const opId = `refund:${messageId}`;

@@ -50,7 +50,11 @@ export interface NewEvent {
   dedupeAt?: Date;
 }
 
-/** The event types of the spec's table (§Events). */
+/**
+ * The event types: the spec's table (§Events), and the changes of a
+ * workspace's opt-out list (README "Webhooks"; the spec lets new types be
+ * added: receivers ignore those they do not know).
+ */
 export const EVENT_TYPES = [
   "message.sent",
   "message.delivered",
@@ -58,6 +62,8 @@ export const EVENT_TYPES = [
   "message.failed",
   "message.received",
   "flow.completed",
+  "contact.opted_out",
+  "contact.opted_in",
 ] as const;
 
 /** One event type. */

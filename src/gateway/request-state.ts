@@ -56,6 +56,8 @@ export interface RequestState {
   refusal?: DescribedError;
   /** Code of the error answered, if any. */
   errorCode?: ErrorCode;
+  /** A batch send's counts of items accepted and refused (for the request log), once answered. */
+  batchCounts?: { accepted: number; refused: number };
   /** Sets a response header on whatever protocol answers (before the head is sent). */
   setHeader(name: string, value: string): void;
 }

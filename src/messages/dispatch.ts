@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import pLimit from "p-limit";
-import type { LeasedQueue, Queued, Taken } from "../jobs/leased-queue.js";
+import { waiting, type LeasedQueue, type Queued, type Taken } from "../jobs/leased-queue.js";
 import { GroupCommit } from "../store/group-commit.js";
 import { NetworkSendError, type NetworkAdapter, type NetworkErrorInfo } from "../network/network.js";
 import type { Clock } from "../shared/clock.js";
@@ -39,8 +39,13 @@ export const DISPATCH_LEASE_MARGIN_MS = 3000;
 /** Network calls one process has in flight at once (sends are pipelined, not one at a time). */
 export const DISPATCH_CONCURRENCY = 64;
 
-/** Messages in progress in one process, at most (past it, claims wait). */
-const MAX_IN_FLIGHT = 2_000;
+/**
+ * Messages in progress in one process, at most (past it, claims wait, and a batch's further messages are stored
+ * waiting for a claim). Small enough that a message taken waits for one of the DISPATCH_CONCURRENCY slots well
+ * within its lease (DISPATCH_LEASE_MS less the margin): with thousands queued at once (a batch, a backlog), the
+ * last ones' leases ran out before their turn, and they went round again.
+ */
+export const DISPATCH_MAX_IN_FLIGHT = 512;
 
 /** Wait before attempt `attempt + 1` after `attempt` failed: base·2^(attempt-1), capped. */
 export function backoffMs(options: Pick<DispatchOptions, "retryBaseMs" | "retryMaxMs">, attempt: number): number {
@@ -59,6 +64,16 @@ export interface Dispatcher {
   newDispatch(now: Date): { fields: { dispatch: DispatchState } & Required<Queued>; lease: string };
   /** Starts dispatch of a message this process just stored with newDispatch's fields (no database read, no polling wait). */
   dispatch(message: MessageRecord, lease: string): void;
+  /**
+   * The dispatch fields of `count` messages this process accepts now (a
+   * batch): as many held here as this process has room for
+   * (DISPATCH_MAX_IN_FLIGHT), with their leases; the others pending and due
+   * now, without a lease, for the claims (dispatchWaiting) of this process
+   * or of any worker.
+   */
+  newDispatches(now: Date, count: number): { fields: { dispatch: DispatchState } & Required<Queued>; lease: string | null }[];
+  /** Claims now the messages stored waiting (a batch's beyond the room), in a worker process; others leave them to the workers' claims. */
+  dispatchWaiting(): void;
   /** Starts claiming messages that wait (worker role): retries due, and messages whose process stopped. */
   start(): void;
   /** Claims due messages now (the recurring claim job). */
@@ -66,7 +81,8 @@ export interface Dispatcher {
   /**
    * Graceful shutdown: messages not yet begun are left (their leases lapse
    * and another process takes them over) and running network calls are
-   * awaited, so that a stop never leaves a claim behind.
+   * awaited, so that a stop never leaves a claim behind; attempts waiting
+   * for one of the DISPATCH_CONCURRENCY slots end without calling.
    */
   stop(): Promise<void>;
 }
@@ -115,7 +131,7 @@ export function createDispatcher(deps: {
     clock,
     logger,
     leaseMs: DISPATCH_LEASE_MS,
-    maxInFlight: MAX_IN_FLIGHT,
+    maxInFlight: DISPATCH_MAX_IN_FLIGHT,
     intervalMs: options.claimIntervalMs,
     run: (taken) => take(taken),
   });
@@ -163,6 +179,7 @@ export function createDispatcher(deps: {
         parameters: send.parameters,
         flow: send.flow ? { flowId: send.flow.flow_id, token: send.flow.token } : null,
         text: send.text,
+        templateCategory: message.template_category ?? "utility",
       });
     } catch (err) {
       const refused = err instanceof NetworkSendError ? err : new NetworkSendError({ code: 0, title: String((err as Error)?.message ?? err) }, true);
@@ -202,14 +219,28 @@ export function createDispatcher(deps: {
     dispatch(message, lease) {
       queue.begin({ record: message, lease });
     },
+    newDispatches(now, count) {
+      const room = Math.max(0, DISPATCH_MAX_IN_FLIGHT - queue.inProgress);
+      const pending = (): DispatchState => ({ state: "pending", attempts: 0, claimed_at: null, last_error: null });
+      return Array.from({ length: count }, (_, i) => {
+        if (i >= room) return { fields: { dispatch: pending(), ...waiting(now) }, lease: null };
+        const held = queue.held(now);
+        return { fields: { dispatch: pending(), ...held.fields }, lease: held.lease };
+      });
+    },
+    dispatchWaiting() {
+      queue.poke();
+    },
     start() {
       queue.start();
       queue.poke();
     },
     drain: () => queue.drain(),
     async stop() {
+      // Attempts still waiting for a slot return at once (attempt checks `stopped`), so every begun work settles and
+      // stop() returns: clearing the limiter's queue instead would leave their promises pending for ever, and the
+      // stop waiting on them (a batch queues a thousand at once).
       stopped = true;
-      limit.clearQueue();
       await queue.stop();
     },
   };

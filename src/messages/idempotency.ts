@@ -1,5 +1,6 @@
 import { hash } from "node:crypto";
 import type { Collection, Db } from "mongodb";
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { Clock } from "../shared/clock.js";
 import { apiError, isDuplicateKeyError } from "../shared/errors.js";
 
@@ -24,7 +25,27 @@ export interface IdempotencyRecord {
   created_at: Date;
   /** created_at + 24 h: the TTL index deletes the record after it; begin() treats it as free from then on. */
   expires_at: Date;
+  /**
+   * A batch send's key ("" in `message_id`): the ids of the messages its
+   * items create, chosen before anything is created (a retry after a crash
+   * creates those same messages), and once it answered, its results (a
+   * replay answers them again).
+   */
+  batch?: { message_ids: string[]; results?: StoredBatchResult[] };
 }
+
+/** One item's outcome of a batch send, as its Idempotency-Key keeps it: the message created, or the error answered. */
+export type StoredBatchResult = { message_id: string } | { error: { code: string; message: string; details: JsonObject } };
+
+/** What a batch send with an Idempotency-Key should do. */
+export type BatchIdempotencyDecision =
+  /**
+   * Go on and create the messages `messageIds` (by item); call complete()
+   * with the results once answered, abandon() if the batch fails as a whole.
+   */
+  | { kind: "proceed"; messageIds: string[]; taken: boolean; complete(results: StoredBatchResult[]): Promise<void>; abandon(): Promise<void> }
+  /** Answer these results again. */
+  | { kind: "replay"; results: StoredBatchResult[] };
 
 /** What a send with an Idempotency-Key should do. */
 export type IdempotencyDecision =
@@ -60,6 +81,16 @@ export interface IdempotencyStore {
    *   or when a request with the key is still in progress.
    */
   begin(apiKeyId: string, key: string, fingerprint: string, messageId: string, messageExists: (id: string) => Promise<boolean>): Promise<IdempotencyDecision>;
+  /**
+   * Claims `key` for a batch send of `fingerprint` (README "Sending messages",
+   * Batch sends), proposing `messageIds` (one per item): proceed with them
+   * (or, taking over a key whose first request stopped, with that request's
+   * ids: `taken`), or replay the stored results.
+   *
+   * @throws ConnectError conflict when the key was used with another body (or
+   *   by a single send), or when a request with the key is still in progress.
+   */
+  beginBatch(apiKeyId: string, key: string, fingerprint: string, messageIds: string[]): Promise<BatchIdempotencyDecision>;
   /** Deletes keys older than 24 h; resolves to the count. */
   prune(): Promise<number>;
   ensureIndexes(): Promise<void>;
@@ -97,7 +128,7 @@ export function createIdempotencyStore(db: Db, clock: Clock): IdempotencyStore {
           await collection.deleteOne({ _id: id, created_at: existing.created_at });
           continue;
         }
-        if (existing.fingerprint !== fingerprint) {
+        if (existing.fingerprint !== fingerprint || existing.batch) {
           throw apiError("conflict", "This Idempotency-Key was already used with a different request body", { idempotency_key: key });
         }
         if (await messageExists(existing.message_id)) return { kind: "replay", messageId: existing.message_id };
@@ -110,6 +141,57 @@ export function createIdempotencyStore(db: Db, clock: Clock): IdempotencyStore {
           { $set: { created_at: now, expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } },
         );
         if (taken) return proceed(id, existing.message_id);
+      }
+      throw apiError("conflict", "A request with this Idempotency-Key is still in progress; retry shortly", { idempotency_key: key });
+    },
+    async beginBatch(apiKeyId, key, fingerprint, messageIds) {
+      const id = `${apiKeyId}:${key}`;
+      const now = clock.now();
+      const proceed = (ids: string[], createdAt: Date, taken: boolean): BatchIdempotencyDecision => ({
+        kind: "proceed",
+        messageIds: ids,
+        taken,
+        complete: async (results) => {
+          await collection.updateOne({ _id: id, created_at: createdAt }, { $set: { "batch.results": results } });
+        },
+        abandon: async () => {
+          await collection.deleteOne({ _id: id, created_at: createdAt });
+        },
+      });
+      for (let attempt = 0; attempt < 3; attempt++) {
+        try {
+          await collection.insertOne({
+            _id: id,
+            fingerprint,
+            message_id: "",
+            batch: { message_ids: messageIds },
+            created_at: now,
+            expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
+          });
+          return proceed(messageIds, now, false);
+        } catch (err) {
+          if (!isDuplicateKeyError(err)) throw err;
+        }
+        const existing = await collection.findOne({ _id: id });
+        if (!existing) continue; // abandoned meanwhile: try again
+        const age = now.getTime() - existing.created_at.getTime();
+        if (age >= IDEMPOTENCY_TTL_MS) {
+          await collection.deleteOne({ _id: id, created_at: existing.created_at });
+          continue;
+        }
+        if (existing.fingerprint !== fingerprint || !existing.batch) {
+          throw apiError("conflict", "This Idempotency-Key was already used with a different request body", { idempotency_key: key });
+        }
+        if (existing.batch.results) return { kind: "replay", results: existing.batch.results };
+        if (age < IN_PROGRESS_TIMEOUT_MS) {
+          throw apiError("conflict", "A request with this Idempotency-Key is still in progress; retry shortly", { idempotency_key: key });
+        }
+        // The first request stopped before it answered: take the key over, with its message ids.
+        const taken = await collection.findOneAndUpdate(
+          { _id: id, created_at: existing.created_at },
+          { $set: { created_at: now, expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } },
+        );
+        if (taken) return proceed(existing.batch.message_ids, now, true);
       }
       throw apiError("conflict", "A request with this Idempotency-Key is still in progress; retry shortly", { idempotency_key: key });
     },

@@ -20,6 +20,7 @@ import { GroupCommit } from "../store/group-commit.js";
 import { waiting, type LeasedQueue, type Taken } from "../jobs/leased-queue.js";
 import { MergedUpdates } from "../store/merged-updates.js";
 import type { MessageRecord, MessageStore, ReportMatch, StatusWrite } from "./message-store.js";
+import type { OptOuts } from "../optouts/opt-outs.js";
 import type { ReportRecord, ReportStore } from "./report-store.js";
 
 /** The one way network reports enter the service (reconciliation, README "Design" §8). */
@@ -33,7 +34,9 @@ export interface Inbound {
    * (message.sent/delivered/read/failed), late ones included: receivers
    * order by data.occurred_at (spec §Events). An inbound message becomes a
    * msg_<uuid> record (direction inbound) and fires message.received.
-   * A failure before delivery refunds the message's credits.
+   * A failure before delivery refunds the message's credits. A reply that
+   * is an opt-out or opt-in keyword changes the workspace's opt-out list, as
+   * does WhatsApp's 131050 on a marketing template (src/optouts/opt-outs.ts).
    */
   handle(report: NetworkReport): Promise<void>;
   /**
@@ -99,8 +102,10 @@ export function createInbound(deps: {
   owner: string;
   /** How often a worker claims due reports, in ms (QUEUE_CLAIM_INTERVAL_MS). */
   claimIntervalMs: number;
+  /** The opt-out lists, which replies and network failures change. */
+  optOuts: Pick<OptOuts, "reply" | "networkFailure">;
 }): Inbound {
-  const { reports, messages, senders, credits, events, clock, logger } = deps;
+  const { reports, messages, senders, credits, events, clock, logger, optOuts } = deps;
   const inboundHandlers = new Map<InboundContent["type"], (message: MessageRecord) => Promise<void>>();
 
   /**
@@ -202,6 +207,18 @@ export function createInbound(deps: {
   /** Fires the event of `status` of `message` (idempotent: its id is derived from both), then clears its mark (in the follow-ups). */
   async function publishStatus(message: MessageRecord, status: string, occurredAt: Date, error: NetworkErrorInfo | null): Promise<void> {
     await publish(message, { status, occurred_at: occurredAt, error, network_message_id: message.wa_message_id ?? "", dedupe: `status:${message._id}:${status}` });
+    // A failure that says the recipient stopped marketing messages puts it on the opt-out list; before the mark is
+    // cleared, so that the sweep repeats it (idempotent) should this process stop in between.
+    if (status === "failed" && error) {
+      await optOuts.networkFailure({
+        workspaceId: message.workspace_id,
+        to: message.to,
+        errorCode: error.code,
+        templateCategory: message.template_category ?? "utility",
+        messageId: message._id,
+        at: occurredAt,
+      });
+    }
     followUps.add(message._id, { published: [status], duplicates: 0 });
   }
 
@@ -300,6 +317,9 @@ export function createInbound(deps: {
     const handler = inboundHandlers.get(inbound.content.type);
     if (handler) await handler(record);
     else await publish(record, { status: "received", occurred_at: row.occurred_at, error: null, network_message_id: row.network_message_id, dedupe: `report:${row._id}` });
+    // A keyword (STOP, START …) changes the workspace's opt-out list; applied again after a crash, the same change.
+    const text = inboundText(inbound.content);
+    if (text !== null) await optOuts.reply({ workspaceId, from: inbound.from, text, messageId, at: row.occurred_at });
     await markApplied(row, lease);
   }
 

@@ -3,7 +3,7 @@ import { heldBy, LeasedQueue, leaseUpdate, type LeasedQueueOptions, type Queued 
 import type { InboundContent, NetworkErrorInfo, StatusReport } from "../network/network.js";
 import { isDuplicateKeyError } from "../shared/errors.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
-import { groupInserts } from "../store/insert-each.js";
+import { groupInserts, insertEach, type InsertOutcome } from "../store/insert-each.js";
 import { dropIndexIfPresent } from "../store/indexes.js";
 
 /** Statuses of outbound messages in their order; "failed" is final and outside it. */
@@ -67,6 +67,8 @@ export interface MessageRecord extends Queued {
   from: string;
   sender_id: string | null;
   template_id: string | null;
+  /** Outbound: the template's category when it was accepted ("marketing", "utility", "authentication"); absent before categories (utility). */
+  template_category?: string;
   flow_token: string | null;
   status: StoredStatus;
   wa_message_id: string | null;
@@ -127,6 +129,18 @@ export interface MessageStore {
    * @throws the server's error for this message (E11000 when its id exists), or what failed the whole write.
    */
   insert(record: MessageRecord): Promise<void>;
+  /**
+   * Stores the messages of a batch send with one unordered insertMany (not
+   * grouped with other sends: a batch is a group already) and answers each
+   * message's fate, in order: inserted, a duplicate (a message with its id
+   * exists: an earlier attempt of the same batch stored it), or the
+   * server's error for it.
+   *
+   * @throws what failed the whole command (then no message's fate is known).
+   */
+  insertBatch(records: readonly MessageRecord[]): Promise<InsertOutcome[]>;
+  /** The messages with these ids (unknown ids left out), without their send snapshot, in one find. */
+  getMany(ids: readonly string[]): Promise<MessageRecord[]>;
   /** Whether a message with `id` exists. */
   exists(id: string): Promise<boolean>;
   /** A message by id, or null. */
@@ -206,6 +220,8 @@ export function createMessageStore(db: Db): MessageStore {
       if (outcome === "duplicate") throw Object.assign(new Error(`message ${record._id} exists already`), { code: 11000 });
       if (outcome instanceof Error) throw outcome;
     },
+    insertBatch: (records) => insertEach(collection, [...records]),
+    getMany: (ids) => (ids.length === 0 ? Promise.resolve([]) : read({ _id: { $in: [...ids] } }, ids.length)),
     exists: async (id) => (await collection.findOne({ _id: id }, { projection: { _id: 1 } })) !== null,
     get: (id) => collection.findOne({ _id: id }),
     findOutbound: (match, workspaceId) => collection.findOne({ ...match, ...(workspaceId ? { workspace_id: workspaceId } : {}), direction: "outbound" }),

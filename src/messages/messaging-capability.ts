@@ -16,6 +16,8 @@ import { createMessageService } from "./message-service.js";
 import { createMessageLogService } from "./message-log-service.js";
 import { createMessageStatsService } from "./message-stats-service.js";
 import { newId } from "../shared/ids.js";
+import { createOptOuts } from "../optouts/opt-outs.js";
+import { createOptOutsCapability } from "../optouts/opt-outs-capability.js";
 
 /** Name of the recovery sweep job. */
 export const MESSAGES_SWEEP_JOB = "messages.sweep";
@@ -34,7 +36,8 @@ export const MESSAGES_SWEEP_JOB = "messages.sweep";
  * stopped process left. The recovery sweep (MESSAGES_SWEEP_INTERVAL_MS, and
  * once when a worker starts) completes the follow-ups: events whose status
  * change was stored, due refunds, half-done credit changes, and
- * Idempotency-Keys older than 24 h. The flows capability (forms,
+ * Idempotency-Keys older than 24 h. The opt-out lists (src/optouts/) are
+ * changed by the inbound path and consulted by every send. The flows capability (forms,
  * src/flows/) comes last: it is built on the message store, the inbound path
  * and the network.
  */
@@ -42,7 +45,28 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
   const { clock, logger, config, events, credits } = platform;
   const { senders, templates, messages, idempotency, reports } = platform.stores;
   const owner = newId();
-  const inbound = createInbound({ reports, messages, senders, credits, events, clock, logger, claimTimeoutMs: config.recoveryAgeMs, owner, claimIntervalMs: config.queueClaimIntervalMs });
+  const optOuts = createOptOuts({
+    store: platform.stores.optOuts,
+    workspaces: platform.workspaces,
+    events,
+    audit: platform.audit,
+    defaults: { optOut: config.optOutKeywords, optIn: config.optInKeywords },
+    clock,
+    logger,
+  });
+  const inbound = createInbound({
+    reports,
+    messages,
+    senders,
+    credits,
+    events,
+    clock,
+    logger,
+    claimTimeoutMs: config.recoveryAgeMs,
+    owner,
+    claimIntervalMs: config.queueClaimIntervalMs,
+    optOuts,
+  });
   const { network, simulator } = createNetwork(platform, (report) => inbound.handle(report));
   const dispatcher = createDispatcher({
     messages,
@@ -86,6 +110,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
           requirePhoneNumberId: config.network === "whatsapp",
           dispatcher,
           metrics: platform.metrics,
+          optOuts: platform.stores.optOuts,
         }),
       ),
     ],
@@ -119,6 +144,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     createTemplatesCapability(platform, templates),
     createCreditsCapability(platform, credits),
     messagesCapability,
+    createOptOutsCapability(platform, optOuts),
     createFlowsCapability(platform, { messages, inbound, network, simulator }),
   ];
 }

@@ -21,7 +21,7 @@ export interface Metrics {
   readonly requests: Counter<"operation" | "protocol" | "code">;
   /** Time from a public request's arrival to the end of its answer, in seconds. */
   readonly requestDuration: Histogram<"operation" | "protocol">;
-  /** Messages accepted by SendMessage (stored, credits reserved). */
+  /** Messages accepted by SendMessage and BatchSendMessages (stored, credits reserved). */
   readonly messagesAccepted: Counter;
   /** Dispatch outcomes: "sent" (the network took it), "refused" (for good: failed), "retry" (a retryable error). */
   readonly messagesDispatched: Counter<"outcome">;
@@ -48,7 +48,7 @@ export function createMetrics(logger: Logger): Metrics {
     registry,
     requests: new Counter({ name: "msgsvc_requests_total", help: "Public requests answered, by operation, protocol and code (ok or the error code).", labelNames: ["operation", "protocol", "code"], registers }),
     requestDuration: new Histogram({ name: "msgsvc_request_duration_seconds", help: "Public request latency, arrival to end of answer.", labelNames: ["operation", "protocol"], buckets: LATENCY_BUCKETS, registers }),
-    messagesAccepted: new Counter({ name: "msgsvc_messages_accepted_total", help: "Messages accepted by SendMessage.", registers }),
+    messagesAccepted: new Counter({ name: "msgsvc_messages_accepted_total", help: "Messages accepted by SendMessage and BatchSendMessages.", registers }),
     messagesDispatched: new Counter({ name: "msgsvc_messages_dispatched_total", help: "Dispatches to the network by outcome: sent, refused (failed for good), retry.", labelNames: ["outcome"], registers }),
     dispatchLag: new Histogram({ name: "msgsvc_dispatch_lag_seconds", help: "From acceptance to the network's answer to the dispatch.", buckets: LAG_BUCKETS, registers }),
     webhookAttempts: new Counter({ name: "msgsvc_webhook_attempts_total", help: "Webhook delivery attempts by outcome: succeeded or the error kind.", labelNames: ["outcome"], registers }),

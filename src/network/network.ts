@@ -36,6 +36,8 @@ export interface OutboundTemplateMessage {
   flow: { flowId: string; token: string } | null;
   /** The rendered body text (the simulator shows it; WhatsApp renders its own). */
   text: string;
+  /** The template's category ("marketing", "utility", "authentication"): WhatsApp knows it from the template; the simulator acts on it. */
+  templateCategory: string;
 }
 
 /**

@@ -49,7 +49,15 @@ export const SIMULATOR_TEST_NUMBERS = {
   outOfOrder: "9994",
   /** Every report arrives twice. */
   duplicates: "9995",
+  /**
+   * Stopped marketing messages: a marketing template is sent, then fails with 131050 (the service puts the number
+   * on the workspace's opt-out list); other categories are delivered as usual.
+   */
+  stoppedMarketing: "9996",
 } as const;
+
+/** WhatsApp's error of a marketing message to a user who stopped them. */
+const STOPPED_MARKETING = { code: 131050, title: "User stopped marketing messages" };
 
 /** The simulator: a NetworkAdapter that can also play the recipient. */
 export interface Simulator extends NetworkAdapter {
@@ -106,13 +114,14 @@ export function createSimulator(options: SimulatorOptions, sink: ReportSink): Si
     const acceptedAt = options.clock.now().getTime();
     const suffix = message.to.slice(-4);
     const times = suffix === SIMULATOR_TEST_NUMBERS.duplicates ? 2 : 1;
+    const stopped = suffix === SIMULATOR_TEST_NUMBERS.stoppedMarketing && message.templateCategory === "marketing";
     const status = (s: ReportedStatus, delayMs: number, reportAfterMs = delayMs) => {
       const occurredAt = new Date(acceptedAt + delayMs);
-      const error = s === "failed" ? { code: 131049, title: "This message was not delivered to maintain healthy ecosystem engagement" } : undefined;
+      const error = s !== "failed" ? undefined : stopped ? STOPPED_MARKETING : { code: 131049, title: "This message was not delivered to maintain healthy ecosystem engagement" };
       later(reportAfterMs, { kind: "status", networkMessageId: id, messageId: message.messageId, status: s, occurredAt, error }, times);
     };
     status("sent", options.sentDelayMs);
-    if (suffix === SIMULATOR_TEST_NUMBERS.failsAfterSent) {
+    if (suffix === SIMULATOR_TEST_NUMBERS.failsAfterSent || stopped) {
       status("failed", options.deliveredDelayMs);
       return;
     }

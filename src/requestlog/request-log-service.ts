@@ -33,6 +33,8 @@ export function loggedRequestToProto(row: RequestLogRow): MessageInitShape<typeo
     errorCode: row.error_code ?? undefined,
     clientAddress: row.client_address,
     durationMs: row.duration_ms,
+    acceptedCount: row.accepted_count,
+    refusedCount: row.refused_count,
   };
 }
 

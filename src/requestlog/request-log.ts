@@ -32,6 +32,9 @@ export interface RequestLogRow {
   client_address: string;
   /** Time from arrival to the end of the response, in milliseconds. */
   duration_ms: number;
+  /** A batch send: its items accepted and refused; absent for other requests (and a batch refused as a whole). */
+  accepted_count?: number;
+  refused_count?: number;
   /**
    * End of the row's retention (`at` + REQUEST_LOG_RETENTION_DAYS when it was
    * written): MongoDB's TTL index deletes the row after it, reads skip it, and

@@ -29,6 +29,7 @@ export const errorTable = {
   /** REST only: a known path with another method (RFC 9110 §15.5.6, with `Allow`); over RPC a method is its path. */
   method_not_allowed: { httpStatus: 405, grpcCode: Code.Unimplemented },
   insufficient_credits: { httpStatus: 402, grpcCode: Code.FailedPrecondition },
+  recipient_opted_out: { httpStatus: 400, grpcCode: Code.FailedPrecondition },
   conflict: { httpStatus: 409, grpcCode: Code.AlreadyExists },
   failed_precondition: { httpStatus: 409, grpcCode: Code.FailedPrecondition },
   unimplemented: { httpStatus: 501, grpcCode: Code.Unimplemented },

@@ -2,11 +2,12 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
+  TemplateCategory as ConsoleTemplateCategory,
   TemplateStatus as ConsoleTemplateStatus,
   type TemplateSchema as ConsoleTemplateSchema,
   type TemplateService as ConsoleTemplateService,
 } from "../../gen/messaging/console/v1/templates_pb.js";
-import { TemplateStatus, type TemplateSchema, type TemplateService } from "../../gen/messaging/v1/templates_pb.js";
+import { TemplateCategory, TemplateStatus, type TemplateSchema, type TemplateService } from "../../gen/messaging/v1/templates_pb.js";
 import { requireWorkspaceAccess } from "../console/console-access.js";
 import { requireWorkspace } from "../console/workspace-service.js";
 import { principalOf } from "../gateway/request-state.js";
@@ -14,7 +15,21 @@ import { apiError, notFound } from "../shared/errors.js";
 import { Violations } from "../shared/validation.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
 import { MAX_VARIABLES, parseBody } from "./template-body.js";
-import type { TemplateRecord, TemplateStore } from "./template-store.js";
+import { categoryOf, type TemplateCategoryName, type TemplateRecord, type TemplateStore } from "./template-store.js";
+
+/** The proto number of a category (both APIs number them alike). */
+const CATEGORY_NUMBERS: Record<TemplateCategoryName, TemplateCategory> = {
+  marketing: TemplateCategory.MARKETING,
+  utility: TemplateCategory.UTILITY,
+  authentication: TemplateCategory.AUTHENTICATION,
+};
+
+/** The category a CreateTemplate asks for: unset is utility. */
+function categoryFromProto(category: ConsoleTemplateCategory): TemplateCategoryName {
+  if (category === ConsoleTemplateCategory.MARKETING) return "marketing";
+  if (category === ConsoleTemplateCategory.AUTHENTICATION) return "authentication";
+  return "utility";
+}
 
 /** The public form of a template (messaging.v1.Template). */
 export function templateToProto(record: TemplateRecord): MessageInitShape<typeof TemplateSchema> {
@@ -28,6 +43,7 @@ export function templateToProto(record: TemplateRecord): MessageInitShape<typeof
     variables: record.variables,
     flow: record.flow_id ? { flowId: record.flow_id } : undefined,
     createdAt: timestampFromDate(record.created_at),
+    category: CATEGORY_NUMBERS[categoryOf(record)],
   };
 }
 
@@ -45,6 +61,7 @@ export function consoleTemplateToProto(record: TemplateRecord): MessageInitShape
     flowId: record.flow_id ?? undefined,
     createdAt: timestampFromDate(record.created_at),
     archivedAt: record.archived_at ? timestampFromDate(record.archived_at) : undefined,
+    category: CATEGORY_NUMBERS[categoryOf(record)] as number as ConsoleTemplateCategory,
   };
 }
 
@@ -104,6 +121,7 @@ export function createConsoleTemplateService(deps: {
           example: req.examples[name] ?? "",
         })),
         flow_id: req.flowId || null,
+        category: categoryFromProto(req.category),
       });
       return { template: consoleTemplateToProto(record) };
     },

@@ -11,6 +11,14 @@ export interface TemplateVariableRecord {
   example: string;
 }
 
+/** WhatsApp's categories of templates. */
+export type TemplateCategoryName = "marketing" | "utility" | "authentication";
+
+/** A template's category, "utility" for one made before categories. */
+export function categoryOf(template: Pick<TemplateRecord, "category">): TemplateCategoryName {
+  return template.category ?? "utility";
+}
+
 /** A message template as stored in `templates`. */
 export interface TemplateRecord {
   /** Shape tpl_<uuid>. */
@@ -27,6 +35,8 @@ export interface TemplateRecord {
   variables: TemplateVariableRecord[];
   /** Form (flow) the template carries, or null. */
   flow_id: string | null;
+  /** WhatsApp's category; absent in templates made before categories: utility. */
+  category?: TemplateCategoryName;
   created_at: Date;
   archived_at: Date | null;
 }

@@ -16,6 +16,10 @@ export interface WorkspaceRecord {
   suspended_at: Date | null;
   /** True for the demo workspace `npm start` creates. */
   demo?: boolean;
+  /** Reply keywords that put the writer on the opt-out list (upper case); absent: OPT_OUT_KEYWORDS. */
+  opt_out_keywords?: string[];
+  /** Reply keywords that take the writer off it (upper case); absent: OPT_IN_KEYWORDS. */
+  opt_in_keywords?: string[];
 }
 
 /** Access to the `workspaces` collection. */
@@ -36,6 +40,8 @@ export interface WorkspaceStore {
   list(page: PageRequest): Promise<Page<WorkspaceRecord>>;
   /** Suspends or resumes; returns the updated workspace or null if unknown. */
   setStatus(id: string, status: WorkspaceRecord["status"]): Promise<WorkspaceRecord | null>;
+  /** Sets the workspace's own opt-out and opt-in keywords (those given); returns the updated workspace or null if unknown. */
+  setOptOutKeywords(id: string, keywords: { optOut?: string[]; optIn?: string[] }): Promise<WorkspaceRecord | null>;
   /** Creates the collection's indexes. */
   ensureIndexes(): Promise<void>;
 }
@@ -72,6 +78,12 @@ export function createWorkspaceStore(db: Db, clock: Clock, creditStore: Pick<Cre
       collection.findOneAndUpdate(
         { _id: id },
         { $set: { status, suspended_at: status === "suspended" ? clock.now() : null } },
+        { returnDocument: "after" },
+      ),
+    setOptOutKeywords: (id, { optOut, optIn }) =>
+      collection.findOneAndUpdate(
+        { _id: id },
+        { $set: { ...(optOut ? { opt_out_keywords: optOut } : {}), ...(optIn ? { opt_in_keywords: optIn } : {}) } },
         { returnDocument: "after" },
       ),
     async ensureIndexes() {

@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { projectRoot } from "../../src/shared/project-root.js";
 import { buildService } from "../../src/codegen/build-service.js";
 import { startEmbeddedMongo } from "../../src/store/embedded-mongo.js";
+import { runBatchBench } from "./batch-bench.js";
 import { runCliBench } from "./cli-bench.js";
 import { runFilesBench } from "./files-bench.js";
 import { runMeBench } from "./me-bench.js";
@@ -11,7 +12,7 @@ import { runMessagesBench } from "./messages-bench.js";
 import { runWebhookBench } from "./webhook-bench.js";
 
 /*
- * `npm run bench [-- --seconds N --concurrency N --backlogs 10000,100000 --only me|messages|webhooks|files|cli --file-mib N --cli-runs N --backend h2|memory --cpu-prof DIR]`:
+ * `npm run bench [-- --seconds N --concurrency N --backlogs 10000,100000 --only me|messages|batch|webhooks|files|cli --file-mib N --cli-runs N --backend h2|memory --cpu-prof DIR]`:
  * runs the benchmarks against MONGODB_URI, or a fresh embedded mongo-java-server
  * (the H2 file backend `npm start` uses, 100 ms commit interval; or its memory
  * backend, as `npm test` uses), and prints their tables. With --cpu-prof, each
@@ -49,6 +50,7 @@ try {
   const run = (name: string) => values.only === "" || values.only === name;
   if (run("me")) process.stdout.write(`${await runMeBench({ mongodbUri, concurrency, seconds })}\n\n`);
   if (run("messages")) process.stdout.write(`${await runMessagesBench({ mongodbUri, databasePid: embedded?.pid, concurrency: 32, callsPerWorker: 100 })}\n\n`);
+  if (run("batch")) process.stdout.write(`${await runBatchBench({ mongodbUri })}\n\n`);
   if (run("webhooks")) {
     const backlogs = values.backlogs.split(",").filter((b) => b !== "").map(Number);
     process.stdout.write(`${await runWebhookBench({ mongodbUri, seconds, backlogs })}\n`);

@@ -11,13 +11,15 @@ import type { FlowResponse } from "./flow_responses_pb.js";
 import { file_messaging_v1_flow_responses } from "./flow_responses_pb.js";
 import type { MessageError } from "./messages_pb.js";
 import { file_messaging_v1_messages } from "./messages_pb.js";
+import type { OptOutSource, OptOutStatus } from "./opt_outs_pb.js";
+import { file_messaging_v1_opt_outs } from "./opt_outs_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file messaging/v1/events.proto.
  */
 export const file_messaging_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChltZXNzYWdpbmcvdjEvZXZlbnRzLnByb3RvEgxtZXNzYWdpbmcudjEimgEKDE1lc3NhZ2VFdmVudBIPCgJpZBgBIAEoCUID4EEDEhEKBHR5cGUYAiABKAlCA+BBAxIzCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjEKBGRhdGEYBCABKAsyHi5tZXNzYWdpbmcudjEuTWVzc2FnZUV2ZW50RGF0YUID4EEDItQCChBNZXNzYWdlRXZlbnREYXRhEhcKCm1lc3NhZ2VfaWQYASABKAlCA+BBAxIPCgJ0bxgCIAEoCUID4EEDEhMKBnN0YXR1cxgDIAEoCUID4EEDEhoKDXdhX21lc3NhZ2VfaWQYBCABKAlCA+BBAxI0CgtvY2N1cnJlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIuCgVlcnJvchgGIAEoCzIaLm1lc3NhZ2luZy52MS5NZXNzYWdlRXJyb3JCA+BBAxIWCgRmcm9tGAcgASgJQgPgQQNIAIgBARIWCgR0ZXh0GAggASgJQgPgQQNIAYgBARIlChNyZXBseV90b19tZXNzYWdlX2lkGAkgASgJQgPgQQNIAogBAUIHCgVfZnJvbUIHCgVfdGV4dEIWChRfcmVwbHlfdG9fbWVzc2FnZV9pZCKcAQoSRmxvd0NvbXBsZXRlZEV2ZW50Eg8KAmlkGAEgASgJQgPgQQMSEQoEdHlwZRgCIAEoCUID4EEDEjMKCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSLQoEZGF0YRgEIAEoCzIaLm1lc3NhZ2luZy52MS5GbG93UmVzcG9uc2VCA+BBA2IGcHJvdG8z", [file_google_api_field_behavior, file_google_protobuf_timestamp, file_messaging_v1_flow_responses, file_messaging_v1_messages]);
+  fileDesc("ChltZXNzYWdpbmcvdjEvZXZlbnRzLnByb3RvEgxtZXNzYWdpbmcudjEimgEKDE1lc3NhZ2VFdmVudBIPCgJpZBgBIAEoCUID4EEDEhEKBHR5cGUYAiABKAlCA+BBAxIzCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjEKBGRhdGEYBCABKAsyHi5tZXNzYWdpbmcudjEuTWVzc2FnZUV2ZW50RGF0YUID4EEDItQCChBNZXNzYWdlRXZlbnREYXRhEhcKCm1lc3NhZ2VfaWQYASABKAlCA+BBAxIPCgJ0bxgCIAEoCUID4EEDEhMKBnN0YXR1cxgDIAEoCUID4EEDEhoKDXdhX21lc3NhZ2VfaWQYBCABKAlCA+BBAxI0CgtvY2N1cnJlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIuCgVlcnJvchgGIAEoCzIaLm1lc3NhZ2luZy52MS5NZXNzYWdlRXJyb3JCA+BBAxIWCgRmcm9tGAcgASgJQgPgQQNIAIgBARIWCgR0ZXh0GAggASgJQgPgQQNIAYgBARIlChNyZXBseV90b19tZXNzYWdlX2lkGAkgASgJQgPgQQNIAogBAUIHCgVfZnJvbUIHCgVfdGV4dEIWChRfcmVwbHlfdG9fbWVzc2FnZV9pZCKcAQoSRmxvd0NvbXBsZXRlZEV2ZW50Eg8KAmlkGAEgASgJQgPgQQMSEQoEdHlwZRgCIAEoCUID4EEDEjMKCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSLQoEZGF0YRgEIAEoCzIaLm1lc3NhZ2luZy52MS5GbG93UmVzcG9uc2VCA+BBAyKaAQoMQ29udGFjdEV2ZW50Eg8KAmlkGAEgASgJQgPgQQMSEQoEdHlwZRgCIAEoCUID4EEDEjMKCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSMQoEZGF0YRgEIAEoCzIeLm1lc3NhZ2luZy52MS5Db250YWN0RXZlbnREYXRhQgPgQQMixgIKEENvbnRhY3RFdmVudERhdGESGQoMcGhvbmVfbnVtYmVyGAEgASgJQgPgQQMSLwoGc3RhdHVzGAIgASgOMhoubWVzc2FnaW5nLnYxLk9wdE91dFN0YXR1c0ID4EEDEi8KBnNvdXJjZRgDIAEoDjIaLm1lc3NhZ2luZy52MS5PcHRPdXRTb3VyY2VCA+BBAxIZCgdrZXl3b3JkGAQgASgJQgPgQQNIAIgBARIcCgplcnJvcl9jb2RlGAUgASgFQgPgQQNIAYgBARIcCgptZXNzYWdlX2lkGAYgASgJQgPgQQNIAogBARI0CgtvY2N1cnJlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBA0IKCghfa2V5d29yZEINCgtfZXJyb3JfY29kZUINCgtfbWVzc2FnZV9pZGIGcHJvdG8z", [file_google_api_field_behavior, file_google_protobuf_timestamp, file_messaging_v1_flow_responses, file_messaging_v1_messages, file_messaging_v1_opt_outs]);
 
 /**
  * Webhook event envelope of the message.* events (spec §Webhook event
@@ -186,4 +188,111 @@ export type FlowCompletedEvent = Message<"messaging.v1.FlowCompletedEvent"> & {
  */
 export const FlowCompletedEventSchema: GenMessage<FlowCompletedEvent> = /*@__PURE__*/
   messageDesc(file_messaging_v1_events, 2);
+
+/**
+ * Webhook event envelope of contact.opted_out and contact.opted_in: a number
+ * was put on the workspace's opt-out list or taken off it.
+ *
+ * @generated from message messaging.v1.ContactEvent
+ */
+export type ContactEvent = Message<"messaging.v1.ContactEvent"> & {
+  /**
+   * Event identifier. Shape: UUID. Equals the Service-Delivery header.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * "contact.opted_out" or "contact.opted_in".
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * Creation time of the event.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 3;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * The change of the list.
+   *
+   * @generated from field: messaging.v1.ContactEventData data = 4;
+   */
+  data?: ContactEventData | undefined;
+};
+
+/**
+ * Describes the message messaging.v1.ContactEvent.
+ * Use `create(ContactEventSchema)` to create a new message.
+ */
+export const ContactEventSchema: GenMessage<ContactEvent> = /*@__PURE__*/
+  messageDesc(file_messaging_v1_events, 3);
+
+/**
+ * Data of the contact.* events.
+ *
+ * @generated from message messaging.v1.ContactEventData
+ */
+export type ContactEventData = Message<"messaging.v1.ContactEventData"> & {
+  /**
+   * The number, digits only with country code.
+   *
+   * @generated from field: string phone_number = 1;
+   */
+  phoneNumber: string;
+
+  /**
+   * "opted_out" (now on the list: sends to it are refused) or "opted_in".
+   *
+   * @generated from field: messaging.v1.OptOutStatus status = 2;
+   */
+  status: OptOutStatus;
+
+  /**
+   * What made the change: "reply", "network_error" or "console".
+   *
+   * @generated from field: messaging.v1.OptOutSource source = 3;
+   */
+  source: OptOutSource;
+
+  /**
+   * The keyword of a reply, as written (trimmed); null otherwise.
+   *
+   * @generated from field: optional string keyword = 4;
+   */
+  keyword?: string | undefined;
+
+  /**
+   * The network's error code of a network_error (131050); null otherwise.
+   *
+   * @generated from field: optional int32 error_code = 5;
+   */
+  errorCode?: number | undefined;
+
+  /**
+   * The reply (inbound msg_<uuid>) or the failed message that made the
+   * change; null for the console.
+   *
+   * @generated from field: optional string message_id = 6;
+   */
+  messageId?: string | undefined;
+
+  /**
+   * When the change happened.
+   *
+   * @generated from field: google.protobuf.Timestamp occurred_at = 7;
+   */
+  occurredAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message messaging.v1.ContactEventData.
+ * Use `create(ContactEventDataSchema)` to create a new message.
+ */
+export const ContactEventDataSchema: GenMessage<ContactEventData> = /*@__PURE__*/
+  messageDesc(file_messaging_v1_events, 4);
 

@@ -8,16 +8,16 @@ import { file_buf_validate_validate } from "../../buf/validate/validate_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import { file_google_api_field_behavior } from "../../google/api/field_behavior_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import { file_messaging_v1_field_rules } from "./field_rules_pb.js";
 import { file_messaging_v1_options } from "./options_pb.js";
-import type { Message as Message$1 } from "@bufbuild/protobuf";
+import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
 
 /**
  * Describes the file messaging/v1/messages.proto.
  */
 export const file_messaging_v1_messages: GenFile = /*@__PURE__*/
-  fileDesc("ChttZXNzYWdpbmcvdjEvbWVzc2FnZXMucHJvdG8SDG1lc3NhZ2luZy52MSKVAQoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhsKAnRvGAEgASgJQg/gQQK6SAnIAQFyBNC1GAESIgoGc2VuZGVyGAIgASgJQhLgQQK6SAzIAQFyB9q1GANzbmQSPgoIdGVtcGxhdGUYAyABKAsyIS5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VUZW1wbGF0ZUIJ4EECukgDyAEBIvwBChNTZW5kTWVzc2FnZVRlbXBsYXRlEh4KAmlkGAEgASgJQhLgQQK6SAzIAQFyB9q1GAN0cGwSWQoJdmFyaWFibGVzGAIgAygLMjAubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlVGVtcGxhdGUuVmFyaWFibGVzRW50cnlCFOBBAbpIDpoBCyoJcgf4tRgBGIAIEjgKBGZsb3cYAyABKAsyJS5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VUZW1wbGF0ZUZsb3dCA+BBARowCg5WYXJpYWJsZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjkKF1NlbmRNZXNzYWdlVGVtcGxhdGVGbG93Eh4KBXRva2VuGAEgASgJQg/gQQG6SAlyB+i1GAEYyAEiPQoTU2VuZE1lc3NhZ2VSZXNwb25zZRImCgdtZXNzYWdlGAEgASgLMhUubWVzc2FnaW5nLnYxLk1lc3NhZ2UiJAoRR2V0TWVzc2FnZVJlcXVlc3QSDwoCaWQYASABKAlCA+BBAiI8ChJHZXRNZXNzYWdlUmVzcG9uc2USJgoHbWVzc2FnZRgBIAEoCzIVLm1lc3NhZ2luZy52MS5NZXNzYWdlIpwBChNMaXN0TWVzc2FnZXNSZXF1ZXN0Eh0KCXBhZ2Vfc2l6ZRgBIAEoBUIK4EEBukgEGgIoABIXCgpwYWdlX3Rva2VuGAIgASgJQgPgQQESMAoGc3RhdHVzGAMgASgOMhsubWVzc2FnaW5nLnYxLk1lc3NhZ2VTdGF0dXNCA+BBARIbCgJ0bxgEIAEoCUIP4EEBukgJ2AEBcgTQtRgBIowBChRMaXN0TWVzc2FnZXNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSIwoEZGF0YRgCIAMoCzIVLm1lc3NhZ2luZy52MS5NZXNzYWdlEg0KBXRvdGFsGAMgASgFEhwKD25leHRfcGFnZV90b2tlbhgEIAEoCUgAiAEBQhIKEF9uZXh0X3BhZ2VfdG9rZW4i0wQKB01lc3NhZ2USFwoKbWVzc2FnZV9pZBgBIAEoCUID4EEDEhMKBm9iamVjdBgCIAEoCUID4EEDEg8KAnRvGAMgASgJQgPgQQUSEwoGc2VuZGVyGAQgASgJQgPgQQUSGAoLdGVtcGxhdGVfaWQYBSABKAlCA+BBAxIcCgpmbG93X3Rva2VuGAYgASgJQgPgQQNIAIgBARIwCgZzdGF0dXMYByABKA4yGy5tZXNzYWdpbmcudjEuTWVzc2FnZVN0YXR1c0ID4EEDEh8KDXdhX21lc3NhZ2VfaWQYCCABKAlCA+BBA0gBiAEBEi4KBWVycm9yGAkgASgLMhoubWVzc2FnaW5nLnYxLk1lc3NhZ2VFcnJvckID4EEDEhQKB2NyZWRpdHMYCiABKANCA+BBAxIzCgpjcmVhdGVkX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjAKB3NlbnRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSNQoMZGVsaXZlcmVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjAKB3JlYWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSMgoJZmFpbGVkX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDQg0KC19mbG93X3Rva2VuQhAKDl93YV9tZXNzYWdlX2lkIjUKDE1lc3NhZ2VFcnJvchIRCgRjb2RlGAEgASgFQgPgQQMSEgoFdGl0bGUYAiABKAlCA+BBAyq3AQoNTWVzc2FnZVN0YXR1cxIeChpNRVNTQUdFX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF01FU1NBR0VfU1RBVFVTX0FDQ0VQVEVEEAESFwoTTUVTU0FHRV9TVEFUVVNfU0VOVBACEhwKGE1FU1NBR0VfU1RBVFVTX0RFTElWRVJFRBADEhcKE01FU1NBR0VfU1RBVFVTX1JFQUQQBBIZChVNRVNTQUdFX1NUQVRVU19GQUlMRUQQBTKdAwoOTWVzc2FnZVNlcnZpY2UShQEKC1NlbmRNZXNzYWdlEiAubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlUmVxdWVzdBohLm1lc3NhZ2luZy52MS5TZW5kTWVzc2FnZVJlc3BvbnNlIjGKtRgNbWVzc2FnZXM6c2VuZILT5JMCGjoBKmIHbWVzc2FnZSIML3YxL21lc3NhZ2VzEoQBCgpHZXRNZXNzYWdlEh8ubWVzc2FnaW5nLnYxLkdldE1lc3NhZ2VSZXF1ZXN0GiAubWVzc2FnaW5nLnYxLkdldE1lc3NhZ2VSZXNwb25zZSIzirUYDW1lc3NhZ2VzOnJlYWSC0+STAhxiB21lc3NhZ2USES92MS9tZXNzYWdlcy97aWR9EnwKDExpc3RNZXNzYWdlcxIhLm1lc3NhZ2luZy52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0GiIubWVzc2FnaW5nLnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlIiWKtRgNbWVzc2FnZXM6cmVhZILT5JMCDhIML3YxL21lc3NhZ2VzYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_timestamp, file_messaging_v1_field_rules, file_messaging_v1_options]);
+  fileDesc("ChttZXNzYWdpbmcvdjEvbWVzc2FnZXMucHJvdG8SDG1lc3NhZ2luZy52MSKVAQoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhsKAnRvGAEgASgJQg/gQQK6SAnIAQFyBNC1GAESIgoGc2VuZGVyGAIgASgJQhLgQQK6SAzIAQFyB9q1GANzbmQSPgoIdGVtcGxhdGUYAyABKAsyIS5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VUZW1wbGF0ZUIJ4EECukgDyAEBIvwBChNTZW5kTWVzc2FnZVRlbXBsYXRlEh4KAmlkGAEgASgJQhLgQQK6SAzIAQFyB9q1GAN0cGwSWQoJdmFyaWFibGVzGAIgAygLMjAubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlVGVtcGxhdGUuVmFyaWFibGVzRW50cnlCFOBBAbpIDpoBCyoJcgf4tRgBGIAIEjgKBGZsb3cYAyABKAsyJS5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VUZW1wbGF0ZUZsb3dCA+BBARowCg5WYXJpYWJsZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjkKF1NlbmRNZXNzYWdlVGVtcGxhdGVGbG93Eh4KBXRva2VuGAEgASgJQg/gQQG6SAlyB+i1GAEYyAEiPQoTU2VuZE1lc3NhZ2VSZXNwb25zZRImCgdtZXNzYWdlGAEgASgLMhUubWVzc2FnaW5nLnYxLk1lc3NhZ2UiXgoYQmF0Y2hTZW5kTWVzc2FnZXNSZXF1ZXN0EkIKCG1lc3NhZ2VzGAEgAygLMiAubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlUmVxdWVzdEIO4EECukgIkgEFCAEQ6AciggEKGUJhdGNoU2VuZE1lc3NhZ2VzUmVzcG9uc2USNgoHcmVzdWx0cxgBIAMoCzIlLm1lc3NhZ2luZy52MS5CYXRjaFNlbmRNZXNzYWdlc1Jlc3VsdBIWCg5hY2NlcHRlZF9jb3VudBgCIAEoBRIVCg1yZWZ1c2VkX2NvdW50GAMgASgFIpQBChdCYXRjaFNlbmRNZXNzYWdlc1Jlc3VsdBISCgVpbmRleBgBIAEoBUID4EEDEisKB21lc3NhZ2UYAiABKAsyFS5tZXNzYWdpbmcudjEuTWVzc2FnZUID4EEDEjgKBWVycm9yGAMgASgLMiQubWVzc2FnaW5nLnYxLkJhdGNoU2VuZE1lc3NhZ2VzRXJyb3JCA+BBAyJwChZCYXRjaFNlbmRNZXNzYWdlc0Vycm9yEhEKBGNvZGUYASABKAlCA+BBAxIUCgdtZXNzYWdlGAIgASgJQgPgQQMSLQoHZGV0YWlscxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCA+BBAyIkChFHZXRNZXNzYWdlUmVxdWVzdBIPCgJpZBgBIAEoCUID4EECIjwKEkdldE1lc3NhZ2VSZXNwb25zZRImCgdtZXNzYWdlGAEgASgLMhUubWVzc2FnaW5nLnYxLk1lc3NhZ2UinAEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSHQoJcGFnZV9zaXplGAEgASgFQgrgQQG6SAQaAigAEhcKCnBhZ2VfdG9rZW4YAiABKAlCA+BBARIwCgZzdGF0dXMYAyABKA4yGy5tZXNzYWdpbmcudjEuTWVzc2FnZVN0YXR1c0ID4EEBEhsKAnRvGAQgASgJQg/gQQG6SAnYAQFyBNC1GAEijAEKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIjCgRkYXRhGAIgAygLMhUubWVzc2FnaW5nLnYxLk1lc3NhZ2USDQoFdG90YWwYAyABKAUSHAoPbmV4dF9wYWdlX3Rva2VuGAQgASgJSACIAQFCEgoQX25leHRfcGFnZV90b2tlbiLTBAoHTWVzc2FnZRIXCgptZXNzYWdlX2lkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSDwoCdG8YAyABKAlCA+BBBRITCgZzZW5kZXIYBCABKAlCA+BBBRIYCgt0ZW1wbGF0ZV9pZBgFIAEoCUID4EEDEhwKCmZsb3dfdG9rZW4YBiABKAlCA+BBA0gAiAEBEjAKBnN0YXR1cxgHIAEoDjIbLm1lc3NhZ2luZy52MS5NZXNzYWdlU3RhdHVzQgPgQQMSHwoNd2FfbWVzc2FnZV9pZBgIIAEoCUID4EEDSAGIAQESLgoFZXJyb3IYCSABKAsyGi5tZXNzYWdpbmcudjEuTWVzc2FnZUVycm9yQgPgQQMSFAoHY3JlZGl0cxgKIAEoA0ID4EEDEjMKCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSMAoHc2VudF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI1CgxkZWxpdmVyZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSMAoHcmVhZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIyCglmYWlsZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQNCDQoLX2Zsb3dfdG9rZW5CEAoOX3dhX21lc3NhZ2VfaWQiNQoMTWVzc2FnZUVycm9yEhEKBGNvZGUYASABKAVCA+BBAxISCgV0aXRsZRgCIAEoCUID4EEDKrcBCg1NZXNzYWdlU3RhdHVzEh4KGk1FU1NBR0VfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXTUVTU0FHRV9TVEFUVVNfQUNDRVBURUQQARIXChNNRVNTQUdFX1NUQVRVU19TRU5UEAISHAoYTUVTU0FHRV9TVEFUVVNfREVMSVZFUkVEEAMSFwoTTUVTU0FHRV9TVEFUVVNfUkVBRBAEEhkKFU1FU1NBR0VfU1RBVFVTX0ZBSUxFRBAFMrQECg5NZXNzYWdlU2VydmljZRKFAQoLU2VuZE1lc3NhZ2USIC5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0GiEubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlUmVzcG9uc2UiMYq1GA1tZXNzYWdlczpzZW5kgtPkkwIaOgEqYgdtZXNzYWdlIgwvdjEvbWVzc2FnZXMSlAEKEUJhdGNoU2VuZE1lc3NhZ2VzEiYubWVzc2FnaW5nLnYxLkJhdGNoU2VuZE1lc3NhZ2VzUmVxdWVzdBonLm1lc3NhZ2luZy52MS5CYXRjaFNlbmRNZXNzYWdlc1Jlc3BvbnNlIi6KtRgNbWVzc2FnZXM6c2VuZILT5JMCFzoBKiISL3YxL21lc3NhZ2VzOmJhdGNoEoQBCgpHZXRNZXNzYWdlEh8ubWVzc2FnaW5nLnYxLkdldE1lc3NhZ2VSZXF1ZXN0GiAubWVzc2FnaW5nLnYxLkdldE1lc3NhZ2VSZXNwb25zZSIzirUYDW1lc3NhZ2VzOnJlYWSC0+STAhxiB21lc3NhZ2USES92MS9tZXNzYWdlcy97aWR9EnwKDExpc3RNZXNzYWdlcxIhLm1lc3NhZ2luZy52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0GiIubWVzc2FnaW5nLnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlIiWKtRgNbWVzc2FnZXM6cmVhZILT5JMCDhIML3YxL21lc3NhZ2VzYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_struct, file_google_protobuf_timestamp, file_messaging_v1_field_rules, file_messaging_v1_options]);
 
 /**
  * Request of SendMessage.
@@ -139,6 +139,140 @@ export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__P
   messageDesc(file_messaging_v1_messages, 3);
 
 /**
+ * Request of BatchSendMessages.
+ *
+ * @generated from message messaging.v1.BatchSendMessagesRequest
+ */
+export type BatchSendMessagesRequest = Message$1<"messaging.v1.BatchSendMessagesRequest"> & {
+  /**
+   * The messages to send, each with the fields of a SendMessage request: 1 to
+   * 1,000 items. An item that breaks a rule is refused on its own (its result
+   * names the field and the rule); the others are sent.
+   *
+   * @generated from field: repeated messaging.v1.SendMessageRequest messages = 1;
+   */
+  messages: SendMessageRequest[];
+};
+
+/**
+ * Describes the message messaging.v1.BatchSendMessagesRequest.
+ * Use `create(BatchSendMessagesRequestSchema)` to create a new message.
+ */
+export const BatchSendMessagesRequestSchema: GenMessage<BatchSendMessagesRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_v1_messages, 4);
+
+/**
+ * Response of BatchSendMessages.
+ *
+ * @generated from message messaging.v1.BatchSendMessagesResponse
+ */
+export type BatchSendMessagesResponse = Message$1<"messaging.v1.BatchSendMessagesResponse"> & {
+  /**
+   * One result per item of the request, in the request's order.
+   *
+   * @generated from field: repeated messaging.v1.BatchSendMessagesResult results = 1;
+   */
+  results: BatchSendMessagesResult[];
+
+  /**
+   * How many items were accepted (results with a message).
+   *
+   * @generated from field: int32 accepted_count = 2;
+   */
+  acceptedCount: number;
+
+  /**
+   * How many items were refused (results with an error).
+   *
+   * @generated from field: int32 refused_count = 3;
+   */
+  refusedCount: number;
+};
+
+/**
+ * Describes the message messaging.v1.BatchSendMessagesResponse.
+ * Use `create(BatchSendMessagesResponseSchema)` to create a new message.
+ */
+export const BatchSendMessagesResponseSchema: GenMessage<BatchSendMessagesResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_v1_messages, 5);
+
+/**
+ * The outcome of one item of BatchSendMessages: a message or an error.
+ *
+ * @generated from message messaging.v1.BatchSendMessagesResult
+ */
+export type BatchSendMessagesResult = Message$1<"messaging.v1.BatchSendMessagesResult"> & {
+  /**
+   * Position of the item in the request's messages, from 0.
+   *
+   * @generated from field: int32 index = 1;
+   */
+  index: number;
+
+  /**
+   * The accepted message (status accepted, its credits spent); null when the
+   * item was refused.
+   *
+   * @generated from field: messaging.v1.Message message = 2;
+   */
+  message?: Message | undefined;
+
+  /**
+   * Why the item was refused (nothing was spent for it); null when it was
+   * accepted.
+   *
+   * @generated from field: messaging.v1.BatchSendMessagesError error = 3;
+   */
+  error?: BatchSendMessagesError | undefined;
+};
+
+/**
+ * Describes the message messaging.v1.BatchSendMessagesResult.
+ * Use `create(BatchSendMessagesResultSchema)` to create a new message.
+ */
+export const BatchSendMessagesResultSchema: GenMessage<BatchSendMessagesResult> = /*@__PURE__*/
+  messageDesc(file_messaging_v1_messages, 6);
+
+/**
+ * The error of a refused item: the error body a single SendMessage would have
+ * answered, without the request id (the batch's Request-Id header names it).
+ *
+ * @generated from message messaging.v1.BatchSendMessagesError
+ */
+export type BatchSendMessagesError = Message$1<"messaging.v1.BatchSendMessagesError"> & {
+  /**
+   * Machine-readable error code of the error table, for example
+   * "invalid_argument", "recipient_opted_out" or "insufficient_credits".
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * What went wrong, for people.
+   *
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * Facts about the error, as in a single send's error body: strings by
+   * name; invalid_argument also has field, rule and field_violations (a list
+   * of {field, description}).
+   *
+   * @generated from field: google.protobuf.Struct details = 3;
+   */
+  details?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message messaging.v1.BatchSendMessagesError.
+ * Use `create(BatchSendMessagesErrorSchema)` to create a new message.
+ */
+export const BatchSendMessagesErrorSchema: GenMessage<BatchSendMessagesError> = /*@__PURE__*/
+  messageDesc(file_messaging_v1_messages, 7);
+
+/**
  * Request of GetMessage.
  *
  * @generated from message messaging.v1.GetMessageRequest
@@ -157,7 +291,7 @@ export type GetMessageRequest = Message$1<"messaging.v1.GetMessageRequest"> & {
  * Use `create(GetMessageRequestSchema)` to create a new message.
  */
 export const GetMessageRequestSchema: GenMessage<GetMessageRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_v1_messages, 4);
+  messageDesc(file_messaging_v1_messages, 8);
 
 /**
  * Response of GetMessage: over REST the message itself.
@@ -178,7 +312,7 @@ export type GetMessageResponse = Message$1<"messaging.v1.GetMessageResponse"> & 
  * Use `create(GetMessageResponseSchema)` to create a new message.
  */
 export const GetMessageResponseSchema: GenMessage<GetMessageResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_v1_messages, 5);
+  messageDesc(file_messaging_v1_messages, 9);
 
 /**
  * Request of ListMessages.
@@ -220,7 +354,7 @@ export type ListMessagesRequest = Message$1<"messaging.v1.ListMessagesRequest"> 
  * Use `create(ListMessagesRequestSchema)` to create a new message.
  */
 export const ListMessagesRequestSchema: GenMessage<ListMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_v1_messages, 6);
+  messageDesc(file_messaging_v1_messages, 10);
 
 /**
  * List envelope of messages (spec §List envelope).
@@ -262,7 +396,7 @@ export type ListMessagesResponse = Message$1<"messaging.v1.ListMessagesResponse"
  * Use `create(ListMessagesResponseSchema)` to create a new message.
  */
 export const ListMessagesResponseSchema: GenMessage<ListMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_v1_messages, 7);
+  messageDesc(file_messaging_v1_messages, 11);
 
 /**
  * A message as read back by the key that sent it.
@@ -381,7 +515,7 @@ export type Message = Message$1<"messaging.v1.Message"> & {
  * Use `create(MessageSchema)` to create a new message.
  */
 export const MessageSchema: GenMessage<Message> = /*@__PURE__*/
-  messageDesc(file_messaging_v1_messages, 8);
+  messageDesc(file_messaging_v1_messages, 12);
 
 /**
  * An error reported by the messaging network.
@@ -409,7 +543,7 @@ export type MessageError = Message$1<"messaging.v1.MessageError"> & {
  * Use `create(MessageErrorSchema)` to create a new message.
  */
 export const MessageErrorSchema: GenMessage<MessageError> = /*@__PURE__*/
-  messageDesc(file_messaging_v1_messages, 9);
+  messageDesc(file_messaging_v1_messages, 13);
 
 /**
  * Status of a message. In JSON: "accepted", "sent", "delivered", "read",
@@ -485,6 +619,26 @@ export const MessageService: GenService<{
     methodKind: "unary";
     input: typeof SendMessageRequestSchema;
     output: typeof SendMessageResponseSchema;
+  },
+  /**
+   * Sends up to 1,000 template messages in one request (AIP-233): each item is
+   * the body of a SendMessage, with its own recipient, sender, template and
+   * variables, checked and charged on its own. The answer has one result per
+   * item, in order: the accepted message, or the error that single send would
+   * have answered (invalid_argument, recipient_opted_out,
+   * insufficient_credits). Credits are spent for the accepted items only;
+   * items beyond the balance get insufficient_credits. Only a request that is
+   * wrong as a whole (no items, more than 1,000, a body over the size limit,
+   * a malformed Idempotency-Key) is refused as a whole. An Idempotency-Key
+   * header (gRPC: metadata) covers the whole batch: the same key and body
+   * answer the same results without spending again.
+   *
+   * @generated from rpc messaging.v1.MessageService.BatchSendMessages
+   */
+  batchSendMessages: {
+    methodKind: "unary";
+    input: typeof BatchSendMessagesRequestSchema;
+    output: typeof BatchSendMessagesResponseSchema;
   },
   /**
    * Returns a message sent by the calling key. A message sent by another key,

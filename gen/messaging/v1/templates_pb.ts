@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file messaging/v1/templates.proto.
  */
 export const file_messaging_v1_templates: GenFile = /*@__PURE__*/
-  fileDesc("ChxtZXNzYWdpbmcvdjEvdGVtcGxhdGVzLnByb3RvEgxtZXNzYWdpbmcudjEivAIKCFRlbXBsYXRlEg8KAmlkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSEQoEbmFtZRgDIAEoCUID4EEFEhUKCGxhbmd1YWdlGAQgASgJQgPgQQUSMQoGc3RhdHVzGAUgASgOMhwubWVzc2FnaW5nLnYxLlRlbXBsYXRlU3RhdHVzQgPgQQMSEQoEYm9keRgGIAEoCUID4EEFEjYKCXZhcmlhYmxlcxgHIAMoCzIeLm1lc3NhZ2luZy52MS5UZW1wbGF0ZVZhcmlhYmxlQgPgQQMSLQoEZmxvdxgIIAEoCzIaLm1lc3NhZ2luZy52MS5UZW1wbGF0ZUZsb3dCA+BBAxIzCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDIlIKEFRlbXBsYXRlVmFyaWFibGUSEQoEbmFtZRgBIAEoCUID4EEDEhUKCHJlcXVpcmVkGAIgASgIQgPgQQMSFAoHZXhhbXBsZRgDIAEoCUID4EEDIiQKDFRlbXBsYXRlRmxvdxIUCgdmbG93X2lkGAEgASgJQgPgQQMiTgoUTGlzdFRlbXBsYXRlc1JlcXVlc3QSHQoJcGFnZV9zaXplGAEgASgFQgrgQQG6SAQaAigAEhcKCnBhZ2VfdG9rZW4YAiABKAlCA+BBASKOAQoVTGlzdFRlbXBsYXRlc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIkCgRkYXRhGAIgAygLMhYubWVzc2FnaW5nLnYxLlRlbXBsYXRlEg0KBXRvdGFsGAMgASgFEhwKD25leHRfcGFnZV90b2tlbhgEIAEoCUgAiAEBQhIKEF9uZXh0X3BhZ2VfdG9rZW4qawoOVGVtcGxhdGVTdGF0dXMSHwobVEVNUExBVEVfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWVEVNUExBVEVfU1RBVFVTX0FDVElWRRABEhwKGFRFTVBMQVRFX1NUQVRVU19BUkNISVZFRBACMpUBCg9UZW1wbGF0ZVNlcnZpY2USgQEKDUxpc3RUZW1wbGF0ZXMSIi5tZXNzYWdpbmcudjEuTGlzdFRlbXBsYXRlc1JlcXVlc3QaIy5tZXNzYWdpbmcudjEuTGlzdFRlbXBsYXRlc1Jlc3BvbnNlIieKtRgOdGVtcGxhdGVzOnJlYWSC0+STAg8SDS92MS90ZW1wbGF0ZXNiBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_timestamp, file_messaging_v1_options]);
+  fileDesc("ChxtZXNzYWdpbmcvdjEvdGVtcGxhdGVzLnByb3RvEgxtZXNzYWdpbmcudjEi8wIKCFRlbXBsYXRlEg8KAmlkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSEQoEbmFtZRgDIAEoCUID4EEFEhUKCGxhbmd1YWdlGAQgASgJQgPgQQUSMQoGc3RhdHVzGAUgASgOMhwubWVzc2FnaW5nLnYxLlRlbXBsYXRlU3RhdHVzQgPgQQMSEQoEYm9keRgGIAEoCUID4EEFEjYKCXZhcmlhYmxlcxgHIAMoCzIeLm1lc3NhZ2luZy52MS5UZW1wbGF0ZVZhcmlhYmxlQgPgQQMSLQoEZmxvdxgIIAEoCzIaLm1lc3NhZ2luZy52MS5UZW1wbGF0ZUZsb3dCA+BBAxIzCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjUKCGNhdGVnb3J5GAogASgOMh4ubWVzc2FnaW5nLnYxLlRlbXBsYXRlQ2F0ZWdvcnlCA+BBBSJSChBUZW1wbGF0ZVZhcmlhYmxlEhEKBG5hbWUYASABKAlCA+BBAxIVCghyZXF1aXJlZBgCIAEoCEID4EEDEhQKB2V4YW1wbGUYAyABKAlCA+BBAyIkCgxUZW1wbGF0ZUZsb3cSFAoHZmxvd19pZBgBIAEoCUID4EEDIk4KFExpc3RUZW1wbGF0ZXNSZXF1ZXN0Eh0KCXBhZ2Vfc2l6ZRgBIAEoBUIK4EEBukgEGgIoABIXCgpwYWdlX3Rva2VuGAIgASgJQgPgQQEijgEKFUxpc3RUZW1wbGF0ZXNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSJAoEZGF0YRgCIAMoCzIWLm1lc3NhZ2luZy52MS5UZW1wbGF0ZRINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuKpsBChBUZW1wbGF0ZUNhdGVnb3J5EiEKHVRFTVBMQVRFX0NBVEVHT1JZX1VOU1BFQ0lGSUVEEAASHwobVEVNUExBVEVfQ0FURUdPUllfTUFSS0VUSU5HEAESHQoZVEVNUExBVEVfQ0FURUdPUllfVVRJTElUWRACEiQKIFRFTVBMQVRFX0NBVEVHT1JZX0FVVEhFTlRJQ0FUSU9OEAMqawoOVGVtcGxhdGVTdGF0dXMSHwobVEVNUExBVEVfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWVEVNUExBVEVfU1RBVFVTX0FDVElWRRABEhwKGFRFTVBMQVRFX1NUQVRVU19BUkNISVZFRBACMpUBCg9UZW1wbGF0ZVNlcnZpY2USgQEKDUxpc3RUZW1wbGF0ZXMSIi5tZXNzYWdpbmcudjEuTGlzdFRlbXBsYXRlc1JlcXVlc3QaIy5tZXNzYWdpbmcudjEuTGlzdFRlbXBsYXRlc1Jlc3BvbnNlIieKtRgOdGVtcGxhdGVzOnJlYWSC0+STAg8SDS92MS90ZW1wbGF0ZXNiBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_timestamp, file_messaging_v1_options]);
 
 /**
  * A message template: a body with {{variables}} that a send fills in.
@@ -86,6 +86,16 @@ export type Template = Message<"messaging.v1.Template"> & {
    * @generated from field: google.protobuf.Timestamp created_at = 9;
    */
   createdAt?: Timestamp | undefined;
+
+  /**
+   * WhatsApp's category of the template: "marketing", "utility" or
+   * "authentication". A failure 131050 (the recipient stopped marketing
+   * messages) of a marketing template puts the recipient on the workspace's
+   * opt-out list.
+   *
+   * @generated from field: messaging.v1.TemplateCategory category = 10;
+   */
+  category: TemplateCategory;
 };
 
 /**
@@ -222,6 +232,48 @@ export const ListTemplatesResponseSchema: GenMessage<ListTemplatesResponse> = /*
   messageDesc(file_messaging_v1_templates, 4);
 
 /**
+ * WhatsApp's category of a template. In JSON: "marketing", "utility",
+ * "authentication".
+ *
+ * @generated from enum messaging.v1.TemplateCategory
+ */
+export enum TemplateCategory {
+  /**
+   * Not set.
+   *
+   * @generated from enum value: TEMPLATE_CATEGORY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Promotions and offers; recipients may stop them (WhatsApp error 131050).
+   *
+   * @generated from enum value: TEMPLATE_CATEGORY_MARKETING = 1;
+   */
+  MARKETING = 1,
+
+  /**
+   * About a transaction or account the recipient has (the default).
+   *
+   * @generated from enum value: TEMPLATE_CATEGORY_UTILITY = 2;
+   */
+  UTILITY = 2,
+
+  /**
+   * One-time codes.
+   *
+   * @generated from enum value: TEMPLATE_CATEGORY_AUTHENTICATION = 3;
+   */
+  AUTHENTICATION = 3,
+}
+
+/**
+ * Describes the enum messaging.v1.TemplateCategory.
+ */
+export const TemplateCategorySchema: GenEnum<TemplateCategory> = /*@__PURE__*/
+  enumDesc(file_messaging_v1_templates, 0);
+
+/**
  * Lifecycle of a template. In JSON: "active", "archived".
  *
  * @generated from enum messaging.v1.TemplateStatus
@@ -253,7 +305,7 @@ export enum TemplateStatus {
  * Describes the enum messaging.v1.TemplateStatus.
  */
 export const TemplateStatusSchema: GenEnum<TemplateStatus> = /*@__PURE__*/
-  enumDesc(file_messaging_v1_templates, 0);
+  enumDesc(file_messaging_v1_templates, 1);
 
 /**
  * TemplateService lists the message templates of the workspace and the

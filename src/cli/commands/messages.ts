@@ -8,6 +8,7 @@ import {
 import { MessageStatus } from "../../../gen/messaging/v1/messages_pb.js";
 import { toRestJson } from "../../contract/rest-json.js";
 import { formatTable, since, UsageError, wholeNumber, type CliContext } from "../context.js";
+import { batchSendCommand, type BatchSendOptions } from "./batch-send.js";
 
 const columns = ["message_id", "status", "to", "template_id", "credits", "wa_message_id", "created_at"];
 
@@ -32,9 +33,21 @@ function parseStatus(value: string | undefined): MessageStatus {
  * `list` filters by status, recipient and creation time; `get` shows one message with its status
  * timeline, the credits charged and refunded, and the webhook events it caused.
  */
-export function messageCommands(ctx: CliContext): Command {
+export function messageCommands(ctx: CliContext, env: NodeJS.ProcessEnv = process.env): Command {
   const client = () => ctx.client(MessageLogService);
-  const messages = new Command("messages").description("see a workspace's messages: status timeline, credits, events");
+  const messages = new Command("messages").description("send messages in batches; see a workspace's messages: status timeline, credits, events");
+  messages
+    .command("send")
+    .description("send the messages of a file through the public API (BatchSendMessages, 1,000 a request): JSON Lines, or CSV with a header of variables")
+    .requiredOption("--batch <file>", "JSON Lines (each line the body of a send) or .csv (columns to, [sender], [template], [flow_token] and the variables)")
+    .option("--sender <id>", "sender of the items that name none (snd_…)")
+    .option("--template <id>", "template of the items that name none (tpl_…)")
+    .option("--results <file>", "where to write each item's result, JSON Lines (default: <file>.results.jsonl)")
+    .option("--idempotency-key <key>", "makes a rerun safe: request n carries the Idempotency-Key <key>-n")
+    .option("--batch-size <n>", "items per request, 1 to 1000", "1000")
+    .option("--api-key <key>", "API key with the scope messages:send (default: API_KEY); the API is at API_URL (default http://127.0.0.1:8080)")
+    .option("--json", "print the summary as JSON")
+    .action(batchSendCommand(ctx, env) as (o: BatchSendOptions) => Promise<void>);
   messages
     .command("list")
     .description("list a workspace's outbound messages, newest first")

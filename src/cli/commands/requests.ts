@@ -50,7 +50,7 @@ export function requestCommands(ctx: CliContext): Command {
     .option("--json", "print JSON")
     .action(async (id: string, o: { json?: boolean }) => {
       const { request } = await ctx.client(RequestLogService).getLoggedRequest({ id });
-      ctx.print(LoggedRequestSchema, request!, ["id", "at", "operation", "protocol", "http_method", "path", "http_status", "error_code", "api_key_id", "client_address", "duration_ms"], !!o.json);
+      ctx.print(LoggedRequestSchema, request!, ["id", "at", "operation", "protocol", "http_method", "path", "http_status", "error_code", "accepted_count", "refused_count", "api_key_id", "client_address", "duration_ms"], !!o.json);
     });
   requests
     .command("refused")

@@ -1,5 +1,5 @@
 import { Command } from "commander";
-import { ListTemplatesResponseSchema, TemplateSchema, TemplateService, type Template } from "../../../gen/messaging/console/v1/templates_pb.js";
+import { ListTemplatesResponseSchema, TemplateCategory, TemplateSchema, TemplateService, type Template } from "../../../gen/messaging/console/v1/templates_pb.js";
 import { toRestJson } from "../../contract/rest-json.js";
 import { formatTable, splitList, UsageError, wholeNumber, type CliContext } from "../context.js";
 
@@ -14,9 +14,16 @@ function parseExamples(value: string): Record<string, string> {
   return examples;
 }
 
+/** The --category values. */
+const CATEGORIES: Record<string, TemplateCategory> = {
+  marketing: TemplateCategory.MARKETING,
+  utility: TemplateCategory.UTILITY,
+  authentication: TemplateCategory.AUTHENTICATION,
+};
+
 /** `msgsvc templates …`: create, list, archive. */
 export function templateCommands(ctx: CliContext): Command {
-  const columns = ["id", "name", "language", "status", "variables", "flow_id", "body"];
+  const columns = ["id", "name", "language", "category", "status", "variables", "flow_id", "body"];
   const print = (value: Template | Template[], json: boolean) => {
     if (json) return ctx.print(TemplateSchema, value, columns, true);
     // People see the variable names (optional ones with "?"); --json has the full objects.
@@ -37,8 +44,11 @@ export function templateCommands(ctx: CliContext): Command {
     .option("--flow-id <id>", "identifier of the form (flow) the template carries", "")
     .option("--examples <pairs>", "example values, for example name=Ada,code=123456", "")
     .option("--optional <names>", "comma-separated variables a send may leave out", "")
+    .option("--category <category>", "WhatsApp's category: marketing, utility or authentication", "utility")
     .option("--json", "print JSON")
-    .action(async (o: { workspace: string; name: string; language: string; body: string; flowId: string; examples: string; optional: string; json?: boolean }) => {
+    .action(async (o: { workspace: string; name: string; language: string; body: string; flowId: string; examples: string; optional: string; category: string; json?: boolean }) => {
+      const category = CATEGORIES[o.category];
+      if (category === undefined) throw new UsageError(`--category: must be one of ${Object.keys(CATEGORIES).join(", ")}, got ${JSON.stringify(o.category)}`);
       const { template } = await ctx.client(TemplateService).createTemplate({
         workspaceId: o.workspace,
         name: o.name,
@@ -47,6 +57,7 @@ export function templateCommands(ctx: CliContext): Command {
         flowId: o.flowId,
         examples: parseExamples(o.examples),
         optionalVariables: splitList(o.optional),
+        category,
       });
       print(template!, !!o.json);
     });

@@ -5,7 +5,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { AuditEntrySchema, AuditLogService } from "../../../gen/messaging/console/v1/audit_log_pb.js";
 import { toRestJson } from "../../contract/rest-json.js";
 import { requestStateKey } from "../../gateway/request-state.js";
-import { describeError, notFound } from "../../shared/errors.js";
+import { describeError, isDuplicateKeyError, notFound } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logger.js";
 import { listPage } from "../../store/pagination.js";
 import { actsAsOperator, consoleActorKey, consoleActorOf, mayRead, requireWorkspaceAccess } from "../console-access.js";
@@ -24,6 +24,26 @@ export interface AuditRecord {
   request: JsonObject;
   /** "ok" or the error code answered. */
   outcome: string;
+  /**
+   * Where the change came from: "console" (absent in entries written before
+   * it was recorded), or for an opt-out change the service made itself,
+   * "reply" or "network_error".
+   */
+  source?: "console" | "reply" | "network_error";
+}
+
+/** A change the service made itself, for the audit log (AuditLog.recordServiceChange). */
+export interface ServiceChange {
+  /** Names the change; the same change recorded twice is one entry. */
+  id: string;
+  at: Date;
+  /** What it did, for example "contact.opted_out". */
+  operation: string;
+  workspaceId: string;
+  /** What caused it. */
+  source: "reply" | "network_error";
+  /** Its facts (REST JSON). */
+  request: JsonObject;
 }
 
 const SENSITIVE = /password|secret|token/i;
@@ -52,6 +72,14 @@ export interface AuditLog {
    */
   readonly interceptor: Interceptor;
   readonly service: Partial<ServiceImpl<typeof AuditLogService>>;
+  /**
+   * Records a change the service made itself (an opt-out by a reply or a
+   * network error), actor "service", outcome "ok". Idempotent: a change
+   * recorded again (applied anew after a crash) stays one entry.
+   *
+   * @throws the database's error (the caller's step is retried).
+   */
+  recordServiceChange(change: ServiceChange): Promise<void>;
   ensureIndexes(): Promise<void>;
 }
 
@@ -82,6 +110,7 @@ export function createAuditLog(db: Db, logger: Logger): AuditLog {
           workspace_id: state.workspaceId ?? (typeof request.workspace_id === "string" && request.workspace_id !== "" ? request.workspace_id : null),
           request: redact(request) as JsonObject,
           outcome,
+          source: "console",
         };
         await collection.insertOne(record).catch((err: unknown) => logger.error({ err, requestId: state.requestId }, "audit write failed"));
       }
@@ -98,6 +127,7 @@ export function createAuditLog(db: Db, logger: Logger): AuditLog {
     workspaceId: r.workspace_id ?? undefined,
     request: r.request,
     outcome: r.outcome,
+    source: r.source ?? "console",
   });
 
   const service: Partial<ServiceImpl<typeof AuditLogService>> = {
@@ -130,6 +160,23 @@ export function createAuditLog(db: Db, logger: Logger): AuditLog {
     collection,
     interceptor,
     service,
+    async recordServiceChange(change) {
+      try {
+        await collection.insertOne({
+          _id: change.id,
+          at: change.at,
+          actor: "service",
+          actor_user_id: null,
+          operation: change.operation,
+          workspace_id: change.workspaceId,
+          request: change.request,
+          outcome: "ok",
+          source: change.source,
+        });
+      } catch (err) {
+        if (!isDuplicateKeyError(err)) throw err;
+      }
+    },
     async ensureIndexes() {
       await collection.createIndex({ at: -1, _id: -1 });
       await collection.createIndex({ workspace_id: 1, at: -1 });

@@ -2,11 +2,12 @@
 // session (or the operator's console token). No framework: DOM built with el(), never innerHTML
 // from data; the chart is uPlot's, served from its npm package under /vendor/.
 import uPlot from "/vendor/uPlot.esm.js";
+import { renderOptOuts } from "/opt-outs.js";
 
 const state = { token: sessionStorage.getItem("console-token"), me: null, workspaces: [], workspaceId: null };
 const app = document.getElementById("app");
 /** Event types an endpoint may select (spec §Events). */
-const EVENT_TYPES = ["message.sent", "message.delivered", "message.read", "message.failed", "message.received", "flow.completed"];
+const EVENT_TYPES = ["message.sent", "message.delivered", "message.read", "message.failed", "message.received", "flow.completed", "contact.opted_out", "contact.opted_in"];
 const SCOPES = ["senders:read", "templates:read", "messages:send", "messages:read", "webhooks:read", "flow_responses:read"];
 
 /** Builds an element: el("td", { class: "x", onclick: f }, "text", child…). */
@@ -172,12 +173,14 @@ const views = {
   keys: renderKeys,
   webhooks: renderWebhooks,
   refused: renderRefused,
+  "opt-outs": (body) => renderOptOuts(body, { el, fill, api, table, when, ws, errorLine, createForm, confirmed, statusBadge, canChange }),
   users: renderUsers,
   audit: renderAudit,
 };
 const titles = {
   overview: "Overview", messages: "Messages", forms: "Forms", senders: "Senders", templates: "Templates", credits: "Credits",
-  keys: "API keys", webhooks: "Webhooks", refused: "Refused requests", users: "Users", audit: "Audit log",
+  keys: "API keys", webhooks: "Webhooks", refused: "Refused requests", "opt-outs": "Opt-outs",
+  users: "Users", audit: "Audit log",
 };
 
 function route() {
@@ -515,7 +518,7 @@ async function deliveriesCard(endpoint, canEdit) {
 /** "Send test event": a signed event of the chosen type with sample data, to this endpoint now; its delivery then shows in the list. */
 function testEventControl(endpoint) {
   const type = el("select", { "aria-label": "Test event type", "data-test": "test-event-type" },
-    ["message.sent", "message.delivered", "message.read", "message.failed", "message.received", "flow.completed"].map((t) => el("option", { value: t }, t)));
+    EVENT_TYPES.map((t) => el("option", { value: t }, t)));
   const outcome = el("span", { class: "muted", "data-test": "test-event-outcome" });
   const send = async (event) => {
     event.target.disabled = true;

@@ -132,6 +132,7 @@ func readTemplates(res *messagingv1.ListTemplatesResponse) map[string]any {
 			"variables":  variables,
 			"flow":       flow,
 			"created_at": isoTime(t.GetCreatedAt()),
+			"category":   t.GetCategory().String(),
 		})
 	}
 	return map[string]any{"object": res.GetObject(), "data": data, "total": res.GetTotal(), "next_page_token": optional(res.NextPageToken)}

@@ -80,6 +80,7 @@ def read_template(t):
         "variables": [{"name": v.name, "required": v.required, "example": v.example} for v in t.variables],
         "flow": {"flow_id": t.flow.flow_id} if t.HasField("flow") else None,
         "created_at": iso_time(t, "created_at"),
+        "category": templates_pb2.TemplateCategory.Name(t.category),
     }
 
 

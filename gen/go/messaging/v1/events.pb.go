@@ -294,11 +294,186 @@ func (x *FlowCompletedEvent) GetData() *FlowResponse {
 	return nil
 }
 
+// Webhook event envelope of contact.opted_out and contact.opted_in: a number
+// was put on the workspace's opt-out list or taken off it.
+type ContactEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Event identifier. Shape: UUID. Equals the Service-Delivery header.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "contact.opted_out" or "contact.opted_in".
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// Creation time of the event.
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// The change of the list.
+	Data          *ContactEventData `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContactEvent) Reset() {
+	*x = ContactEvent{}
+	mi := &file_messaging_v1_events_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContactEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContactEvent) ProtoMessage() {}
+
+func (x *ContactEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_messaging_v1_events_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContactEvent.ProtoReflect.Descriptor instead.
+func (*ContactEvent) Descriptor() ([]byte, []int) {
+	return file_messaging_v1_events_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ContactEvent) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ContactEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ContactEvent) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *ContactEvent) GetData() *ContactEventData {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+// Data of the contact.* events.
+type ContactEventData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The number, digits only with country code.
+	PhoneNumber string `protobuf:"bytes,1,opt,name=phone_number,json=phoneNumber,proto3" json:"phone_number,omitempty"`
+	// "opted_out" (now on the list: sends to it are refused) or "opted_in".
+	Status OptOutStatus `protobuf:"varint,2,opt,name=status,proto3,enum=messaging.v1.OptOutStatus" json:"status,omitempty"`
+	// What made the change: "reply", "network_error" or "console".
+	Source OptOutSource `protobuf:"varint,3,opt,name=source,proto3,enum=messaging.v1.OptOutSource" json:"source,omitempty"`
+	// The keyword of a reply, as written (trimmed); null otherwise.
+	Keyword *string `protobuf:"bytes,4,opt,name=keyword,proto3,oneof" json:"keyword,omitempty"`
+	// The network's error code of a network_error (131050); null otherwise.
+	ErrorCode *int32 `protobuf:"varint,5,opt,name=error_code,json=errorCode,proto3,oneof" json:"error_code,omitempty"`
+	// The reply (inbound msg_<uuid>) or the failed message that made the
+	// change; null for the console.
+	MessageId *string `protobuf:"bytes,6,opt,name=message_id,json=messageId,proto3,oneof" json:"message_id,omitempty"`
+	// When the change happened.
+	OccurredAt    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContactEventData) Reset() {
+	*x = ContactEventData{}
+	mi := &file_messaging_v1_events_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContactEventData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContactEventData) ProtoMessage() {}
+
+func (x *ContactEventData) ProtoReflect() protoreflect.Message {
+	mi := &file_messaging_v1_events_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContactEventData.ProtoReflect.Descriptor instead.
+func (*ContactEventData) Descriptor() ([]byte, []int) {
+	return file_messaging_v1_events_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ContactEventData) GetPhoneNumber() string {
+	if x != nil {
+		return x.PhoneNumber
+	}
+	return ""
+}
+
+func (x *ContactEventData) GetStatus() OptOutStatus {
+	if x != nil {
+		return x.Status
+	}
+	return OptOutStatus_OPT_OUT_STATUS_UNSPECIFIED
+}
+
+func (x *ContactEventData) GetSource() OptOutSource {
+	if x != nil {
+		return x.Source
+	}
+	return OptOutSource_OPT_OUT_SOURCE_UNSPECIFIED
+}
+
+func (x *ContactEventData) GetKeyword() string {
+	if x != nil && x.Keyword != nil {
+		return *x.Keyword
+	}
+	return ""
+}
+
+func (x *ContactEventData) GetErrorCode() int32 {
+	if x != nil && x.ErrorCode != nil {
+		return *x.ErrorCode
+	}
+	return 0
+}
+
+func (x *ContactEventData) GetMessageId() string {
+	if x != nil && x.MessageId != nil {
+		return *x.MessageId
+	}
+	return ""
+}
+
+func (x *ContactEventData) GetOccurredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OccurredAt
+	}
+	return nil
+}
+
 var File_messaging_v1_events_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"\x19messaging/v1/events.proto\x12\fmessaging.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!messaging/v1/flow_responses.proto\x1a\x1bmessaging/v1/messages.proto\"\xb5\x01\n" +
+	"\x19messaging/v1/events.proto\x12\fmessaging.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!messaging/v1/flow_responses.proto\x1a\x1bmessaging/v1/messages.proto\x1a\x1bmessaging/v1/opt_outs.proto\"\xb5\x01\n" +
 	"\fMessageEvent\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x03R\x02id\x12\x17\n" +
 	"\x04type\x18\x02 \x01(\tB\x03\xe0A\x03R\x04type\x12>\n" +
@@ -325,7 +500,28 @@ const file_messaging_v1_events_proto_rawDesc = "" +
 	"\x04type\x18\x02 \x01(\tB\x03\xe0A\x03R\x04type\x12>\n" +
 	"\n" +
 	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tcreatedAt\x123\n" +
-	"\x04data\x18\x04 \x01(\v2\x1a.messaging.v1.FlowResponseB\x03\xe0A\x03R\x04dataB\xa3\x01\n" +
+	"\x04data\x18\x04 \x01(\v2\x1a.messaging.v1.FlowResponseB\x03\xe0A\x03R\x04data\"\xb5\x01\n" +
+	"\fContactEvent\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x03R\x02id\x12\x17\n" +
+	"\x04type\x18\x02 \x01(\tB\x03\xe0A\x03R\x04type\x12>\n" +
+	"\n" +
+	"created_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tcreatedAt\x127\n" +
+	"\x04data\x18\x04 \x01(\v2\x1e.messaging.v1.ContactEventDataB\x03\xe0A\x03R\x04data\"\x8e\x03\n" +
+	"\x10ContactEventData\x12&\n" +
+	"\fphone_number\x18\x01 \x01(\tB\x03\xe0A\x03R\vphoneNumber\x127\n" +
+	"\x06status\x18\x02 \x01(\x0e2\x1a.messaging.v1.OptOutStatusB\x03\xe0A\x03R\x06status\x127\n" +
+	"\x06source\x18\x03 \x01(\x0e2\x1a.messaging.v1.OptOutSourceB\x03\xe0A\x03R\x06source\x12\"\n" +
+	"\akeyword\x18\x04 \x01(\tB\x03\xe0A\x03H\x00R\akeyword\x88\x01\x01\x12'\n" +
+	"\n" +
+	"error_code\x18\x05 \x01(\x05B\x03\xe0A\x03H\x01R\terrorCode\x88\x01\x01\x12'\n" +
+	"\n" +
+	"message_id\x18\x06 \x01(\tB\x03\xe0A\x03H\x02R\tmessageId\x88\x01\x01\x12@\n" +
+	"\voccurred_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
+	"occurredAtB\n" +
+	"\n" +
+	"\b_keywordB\r\n" +
+	"\v_error_codeB\r\n" +
+	"\v_message_idB\xa3\x01\n" +
 	"\x10com.messaging.v1B\vEventsProtoP\x01Z1messaging-service/gen/go/messaging/v1;messagingv1\xa2\x02\x03MXX\xaa\x02\fMessaging.V1\xca\x02\fMessaging\\V1\xe2\x02\x18Messaging\\V1\\GPBMetadata\xea\x02\rMessaging::V1b\x06proto3"
 
 var (
@@ -340,27 +536,36 @@ func file_messaging_v1_events_proto_rawDescGZIP() []byte {
 	return file_messaging_v1_events_proto_rawDescData
 }
 
-var file_messaging_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_messaging_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_messaging_v1_events_proto_goTypes = []any{
 	(*MessageEvent)(nil),          // 0: messaging.v1.MessageEvent
 	(*MessageEventData)(nil),      // 1: messaging.v1.MessageEventData
 	(*FlowCompletedEvent)(nil),    // 2: messaging.v1.FlowCompletedEvent
-	(*timestamppb.Timestamp)(nil), // 3: google.protobuf.Timestamp
-	(*MessageError)(nil),          // 4: messaging.v1.MessageError
-	(*FlowResponse)(nil),          // 5: messaging.v1.FlowResponse
+	(*ContactEvent)(nil),          // 3: messaging.v1.ContactEvent
+	(*ContactEventData)(nil),      // 4: messaging.v1.ContactEventData
+	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
+	(*MessageError)(nil),          // 6: messaging.v1.MessageError
+	(*FlowResponse)(nil),          // 7: messaging.v1.FlowResponse
+	(OptOutStatus)(0),             // 8: messaging.v1.OptOutStatus
+	(OptOutSource)(0),             // 9: messaging.v1.OptOutSource
 }
 var file_messaging_v1_events_proto_depIdxs = []int32{
-	3, // 0: messaging.v1.MessageEvent.created_at:type_name -> google.protobuf.Timestamp
-	1, // 1: messaging.v1.MessageEvent.data:type_name -> messaging.v1.MessageEventData
-	3, // 2: messaging.v1.MessageEventData.occurred_at:type_name -> google.protobuf.Timestamp
-	4, // 3: messaging.v1.MessageEventData.error:type_name -> messaging.v1.MessageError
-	3, // 4: messaging.v1.FlowCompletedEvent.created_at:type_name -> google.protobuf.Timestamp
-	5, // 5: messaging.v1.FlowCompletedEvent.data:type_name -> messaging.v1.FlowResponse
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	5,  // 0: messaging.v1.MessageEvent.created_at:type_name -> google.protobuf.Timestamp
+	1,  // 1: messaging.v1.MessageEvent.data:type_name -> messaging.v1.MessageEventData
+	5,  // 2: messaging.v1.MessageEventData.occurred_at:type_name -> google.protobuf.Timestamp
+	6,  // 3: messaging.v1.MessageEventData.error:type_name -> messaging.v1.MessageError
+	5,  // 4: messaging.v1.FlowCompletedEvent.created_at:type_name -> google.protobuf.Timestamp
+	7,  // 5: messaging.v1.FlowCompletedEvent.data:type_name -> messaging.v1.FlowResponse
+	5,  // 6: messaging.v1.ContactEvent.created_at:type_name -> google.protobuf.Timestamp
+	4,  // 7: messaging.v1.ContactEvent.data:type_name -> messaging.v1.ContactEventData
+	8,  // 8: messaging.v1.ContactEventData.status:type_name -> messaging.v1.OptOutStatus
+	9,  // 9: messaging.v1.ContactEventData.source:type_name -> messaging.v1.OptOutSource
+	5,  // 10: messaging.v1.ContactEventData.occurred_at:type_name -> google.protobuf.Timestamp
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_messaging_v1_events_proto_init() }
@@ -370,14 +575,16 @@ func file_messaging_v1_events_proto_init() {
 	}
 	file_messaging_v1_flow_responses_proto_init()
 	file_messaging_v1_messages_proto_init()
+	file_messaging_v1_opt_outs_proto_init()
 	file_messaging_v1_events_proto_msgTypes[1].OneofWrappers = []any{}
+	file_messaging_v1_events_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messaging_v1_events_proto_rawDesc), len(file_messaging_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -10,6 +10,7 @@ import (
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	_ "messaging-service/gen/go/buf/validate"
 	reflect "reflect"
@@ -317,6 +318,252 @@ func (x *SendMessageResponse) GetMessage() *Message {
 	return nil
 }
 
+// Request of BatchSendMessages.
+type BatchSendMessagesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The messages to send, each with the fields of a SendMessage request: 1 to
+	// 1,000 items. An item that breaks a rule is refused on its own (its result
+	// names the field and the rule); the others are sent.
+	Messages      []*SendMessageRequest `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchSendMessagesRequest) Reset() {
+	*x = BatchSendMessagesRequest{}
+	mi := &file_messaging_v1_messages_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchSendMessagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchSendMessagesRequest) ProtoMessage() {}
+
+func (x *BatchSendMessagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messaging_v1_messages_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchSendMessagesRequest.ProtoReflect.Descriptor instead.
+func (*BatchSendMessagesRequest) Descriptor() ([]byte, []int) {
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *BatchSendMessagesRequest) GetMessages() []*SendMessageRequest {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+// Response of BatchSendMessages.
+type BatchSendMessagesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One result per item of the request, in the request's order.
+	Results []*BatchSendMessagesResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// How many items were accepted (results with a message).
+	AcceptedCount int32 `protobuf:"varint,2,opt,name=accepted_count,json=acceptedCount,proto3" json:"accepted_count,omitempty"`
+	// How many items were refused (results with an error).
+	RefusedCount  int32 `protobuf:"varint,3,opt,name=refused_count,json=refusedCount,proto3" json:"refused_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchSendMessagesResponse) Reset() {
+	*x = BatchSendMessagesResponse{}
+	mi := &file_messaging_v1_messages_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchSendMessagesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchSendMessagesResponse) ProtoMessage() {}
+
+func (x *BatchSendMessagesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messaging_v1_messages_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchSendMessagesResponse.ProtoReflect.Descriptor instead.
+func (*BatchSendMessagesResponse) Descriptor() ([]byte, []int) {
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *BatchSendMessagesResponse) GetResults() []*BatchSendMessagesResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *BatchSendMessagesResponse) GetAcceptedCount() int32 {
+	if x != nil {
+		return x.AcceptedCount
+	}
+	return 0
+}
+
+func (x *BatchSendMessagesResponse) GetRefusedCount() int32 {
+	if x != nil {
+		return x.RefusedCount
+	}
+	return 0
+}
+
+// The outcome of one item of BatchSendMessages: a message or an error.
+type BatchSendMessagesResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Position of the item in the request's messages, from 0.
+	Index int32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// The accepted message (status accepted, its credits spent); null when the
+	// item was refused.
+	Message *Message `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// Why the item was refused (nothing was spent for it); null when it was
+	// accepted.
+	Error         *BatchSendMessagesError `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchSendMessagesResult) Reset() {
+	*x = BatchSendMessagesResult{}
+	mi := &file_messaging_v1_messages_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchSendMessagesResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchSendMessagesResult) ProtoMessage() {}
+
+func (x *BatchSendMessagesResult) ProtoReflect() protoreflect.Message {
+	mi := &file_messaging_v1_messages_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchSendMessagesResult.ProtoReflect.Descriptor instead.
+func (*BatchSendMessagesResult) Descriptor() ([]byte, []int) {
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *BatchSendMessagesResult) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *BatchSendMessagesResult) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *BatchSendMessagesResult) GetError() *BatchSendMessagesError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// The error of a refused item: the error body a single SendMessage would have
+// answered, without the request id (the batch's Request-Id header names it).
+type BatchSendMessagesError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Machine-readable error code of the error table, for example
+	// "invalid_argument", "recipient_opted_out" or "insufficient_credits".
+	Code string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	// What went wrong, for people.
+	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	// Facts about the error, as in a single send's error body: strings by
+	// name; invalid_argument also has field, rule and field_violations (a list
+	// of {field, description}).
+	Details       *structpb.Struct `protobuf:"bytes,3,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchSendMessagesError) Reset() {
+	*x = BatchSendMessagesError{}
+	mi := &file_messaging_v1_messages_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchSendMessagesError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchSendMessagesError) ProtoMessage() {}
+
+func (x *BatchSendMessagesError) ProtoReflect() protoreflect.Message {
+	mi := &file_messaging_v1_messages_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchSendMessagesError.ProtoReflect.Descriptor instead.
+func (*BatchSendMessagesError) Descriptor() ([]byte, []int) {
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *BatchSendMessagesError) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *BatchSendMessagesError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *BatchSendMessagesError) GetDetails() *structpb.Struct {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 // Request of GetMessage.
 type GetMessageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -328,7 +575,7 @@ type GetMessageRequest struct {
 
 func (x *GetMessageRequest) Reset() {
 	*x = GetMessageRequest{}
-	mi := &file_messaging_v1_messages_proto_msgTypes[4]
+	mi := &file_messaging_v1_messages_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -340,7 +587,7 @@ func (x *GetMessageRequest) String() string {
 func (*GetMessageRequest) ProtoMessage() {}
 
 func (x *GetMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messaging_v1_messages_proto_msgTypes[4]
+	mi := &file_messaging_v1_messages_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -353,7 +600,7 @@ func (x *GetMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMessageRequest.ProtoReflect.Descriptor instead.
 func (*GetMessageRequest) Descriptor() ([]byte, []int) {
-	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{4}
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetMessageRequest) GetId() string {
@@ -374,7 +621,7 @@ type GetMessageResponse struct {
 
 func (x *GetMessageResponse) Reset() {
 	*x = GetMessageResponse{}
-	mi := &file_messaging_v1_messages_proto_msgTypes[5]
+	mi := &file_messaging_v1_messages_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -386,7 +633,7 @@ func (x *GetMessageResponse) String() string {
 func (*GetMessageResponse) ProtoMessage() {}
 
 func (x *GetMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messaging_v1_messages_proto_msgTypes[5]
+	mi := &file_messaging_v1_messages_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -399,7 +646,7 @@ func (x *GetMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMessageResponse.ProtoReflect.Descriptor instead.
 func (*GetMessageResponse) Descriptor() ([]byte, []int) {
-	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{5}
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetMessageResponse) GetMessage() *Message {
@@ -426,7 +673,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_messaging_v1_messages_proto_msgTypes[6]
+	mi := &file_messaging_v1_messages_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -438,7 +685,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messaging_v1_messages_proto_msgTypes[6]
+	mi := &file_messaging_v1_messages_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -451,7 +698,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{6}
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListMessagesRequest) GetPageSize() int32 {
@@ -499,7 +746,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_messaging_v1_messages_proto_msgTypes[7]
+	mi := &file_messaging_v1_messages_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +758,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messaging_v1_messages_proto_msgTypes[7]
+	mi := &file_messaging_v1_messages_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +771,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{7}
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListMessagesResponse) GetObject() string {
@@ -594,7 +841,7 @@ type Message struct {
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_messaging_v1_messages_proto_msgTypes[8]
+	mi := &file_messaging_v1_messages_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -606,7 +853,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_messaging_v1_messages_proto_msgTypes[8]
+	mi := &file_messaging_v1_messages_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -619,7 +866,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{8}
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Message) GetMessageId() string {
@@ -740,7 +987,7 @@ type MessageError struct {
 
 func (x *MessageError) Reset() {
 	*x = MessageError{}
-	mi := &file_messaging_v1_messages_proto_msgTypes[9]
+	mi := &file_messaging_v1_messages_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +999,7 @@ func (x *MessageError) String() string {
 func (*MessageError) ProtoMessage() {}
 
 func (x *MessageError) ProtoReflect() protoreflect.Message {
-	mi := &file_messaging_v1_messages_proto_msgTypes[9]
+	mi := &file_messaging_v1_messages_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +1012,7 @@ func (x *MessageError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageError.ProtoReflect.Descriptor instead.
 func (*MessageError) Descriptor() ([]byte, []int) {
-	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{9}
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MessageError) GetCode() int32 {
@@ -786,7 +1033,7 @@ var File_messaging_v1_messages_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\n" +
-	"\x1bmessaging/v1/messages.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xab\x01\n" +
+	"\x1bmessaging/v1/messages.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xab\x01\n" +
 	"\x12SendMessageRequest\x12\x1f\n" +
 	"\x02to\x18\x01 \x01(\tB\x0f\xe0A\x02\xbaH\t\xc8\x01\x01r\x04е\x18\x01R\x02to\x12*\n" +
 	"\x06sender\x18\x02 \x01(\tB\x12\xe0A\x02\xbaH\f\xc8\x01\x01r\aڵ\x18\x03sndR\x06sender\x12H\n" +
@@ -801,7 +1048,21 @@ const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\x17SendMessageTemplateFlow\x12%\n" +
 	"\x05token\x18\x01 \x01(\tB\x0f\xe0A\x01\xbaH\tr\a\xe8\xb5\x18\x01\x18\xc8\x01R\x05token\"F\n" +
 	"\x13SendMessageResponse\x12/\n" +
-	"\amessage\x18\x01 \x01(\v2\x15.messaging.v1.MessageR\amessage\"(\n" +
+	"\amessage\x18\x01 \x01(\v2\x15.messaging.v1.MessageR\amessage\"h\n" +
+	"\x18BatchSendMessagesRequest\x12L\n" +
+	"\bmessages\x18\x01 \x03(\v2 .messaging.v1.SendMessageRequestB\x0e\xe0A\x02\xbaH\b\x92\x01\x05\b\x01\x10\xe8\aR\bmessages\"\xa8\x01\n" +
+	"\x19BatchSendMessagesResponse\x12?\n" +
+	"\aresults\x18\x01 \x03(\v2%.messaging.v1.BatchSendMessagesResultR\aresults\x12%\n" +
+	"\x0eaccepted_count\x18\x02 \x01(\x05R\racceptedCount\x12#\n" +
+	"\rrefused_count\x18\x03 \x01(\x05R\frefusedCount\"\xab\x01\n" +
+	"\x17BatchSendMessagesResult\x12\x19\n" +
+	"\x05index\x18\x01 \x01(\x05B\x03\xe0A\x03R\x05index\x124\n" +
+	"\amessage\x18\x02 \x01(\v2\x15.messaging.v1.MessageB\x03\xe0A\x03R\amessage\x12?\n" +
+	"\x05error\x18\x03 \x01(\v2$.messaging.v1.BatchSendMessagesErrorB\x03\xe0A\x03R\x05error\"\x88\x01\n" +
+	"\x16BatchSendMessagesError\x12\x17\n" +
+	"\x04code\x18\x01 \x01(\tB\x03\xe0A\x03R\x04code\x12\x1d\n" +
+	"\amessage\x18\x02 \x01(\tB\x03\xe0A\x03R\amessage\x126\n" +
+	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructB\x03\xe0A\x03R\adetails\"(\n" +
 	"\x11GetMessageRequest\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x02R\x02id\"E\n" +
 	"\x12GetMessageResponse\x12/\n" +
@@ -851,9 +1112,10 @@ const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\x13MESSAGE_STATUS_SENT\x10\x02\x12\x1c\n" +
 	"\x18MESSAGE_STATUS_DELIVERED\x10\x03\x12\x17\n" +
 	"\x13MESSAGE_STATUS_READ\x10\x04\x12\x19\n" +
-	"\x15MESSAGE_STATUS_FAILED\x10\x052\x9d\x03\n" +
+	"\x15MESSAGE_STATUS_FAILED\x10\x052\xb4\x04\n" +
 	"\x0eMessageService\x12\x85\x01\n" +
-	"\vSendMessage\x12 .messaging.v1.SendMessageRequest\x1a!.messaging.v1.SendMessageResponse\"1\x8a\xb5\x18\rmessages:send\x82\xd3\xe4\x93\x02\x1a:\x01*b\amessage\"\f/v1/messages\x12\x84\x01\n" +
+	"\vSendMessage\x12 .messaging.v1.SendMessageRequest\x1a!.messaging.v1.SendMessageResponse\"1\x8a\xb5\x18\rmessages:send\x82\xd3\xe4\x93\x02\x1a:\x01*b\amessage\"\f/v1/messages\x12\x94\x01\n" +
+	"\x11BatchSendMessages\x12&.messaging.v1.BatchSendMessagesRequest\x1a'.messaging.v1.BatchSendMessagesResponse\".\x8a\xb5\x18\rmessages:send\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/v1/messages:batch\x12\x84\x01\n" +
 	"\n" +
 	"GetMessage\x12\x1f.messaging.v1.GetMessageRequest\x1a .messaging.v1.GetMessageResponse\"3\x8a\xb5\x18\rmessages:read\x82\xd3\xe4\x93\x02\x1cb\amessage\x12\x11/v1/messages/{id}\x12|\n" +
 	"\fListMessages\x12!.messaging.v1.ListMessagesRequest\x1a\".messaging.v1.ListMessagesResponse\"%\x8a\xb5\x18\rmessages:read\x82\xd3\xe4\x93\x02\x0e\x12\f/v1/messagesB\xa5\x01\n" +
@@ -872,48 +1134,60 @@ func file_messaging_v1_messages_proto_rawDescGZIP() []byte {
 }
 
 var file_messaging_v1_messages_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_messaging_v1_messages_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_messaging_v1_messages_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_messaging_v1_messages_proto_goTypes = []any{
-	(MessageStatus)(0),              // 0: messaging.v1.MessageStatus
-	(*SendMessageRequest)(nil),      // 1: messaging.v1.SendMessageRequest
-	(*SendMessageTemplate)(nil),     // 2: messaging.v1.SendMessageTemplate
-	(*SendMessageTemplateFlow)(nil), // 3: messaging.v1.SendMessageTemplateFlow
-	(*SendMessageResponse)(nil),     // 4: messaging.v1.SendMessageResponse
-	(*GetMessageRequest)(nil),       // 5: messaging.v1.GetMessageRequest
-	(*GetMessageResponse)(nil),      // 6: messaging.v1.GetMessageResponse
-	(*ListMessagesRequest)(nil),     // 7: messaging.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),    // 8: messaging.v1.ListMessagesResponse
-	(*Message)(nil),                 // 9: messaging.v1.Message
-	(*MessageError)(nil),            // 10: messaging.v1.MessageError
-	nil,                             // 11: messaging.v1.SendMessageTemplate.VariablesEntry
-	(*timestamppb.Timestamp)(nil),   // 12: google.protobuf.Timestamp
+	(MessageStatus)(0),                // 0: messaging.v1.MessageStatus
+	(*SendMessageRequest)(nil),        // 1: messaging.v1.SendMessageRequest
+	(*SendMessageTemplate)(nil),       // 2: messaging.v1.SendMessageTemplate
+	(*SendMessageTemplateFlow)(nil),   // 3: messaging.v1.SendMessageTemplateFlow
+	(*SendMessageResponse)(nil),       // 4: messaging.v1.SendMessageResponse
+	(*BatchSendMessagesRequest)(nil),  // 5: messaging.v1.BatchSendMessagesRequest
+	(*BatchSendMessagesResponse)(nil), // 6: messaging.v1.BatchSendMessagesResponse
+	(*BatchSendMessagesResult)(nil),   // 7: messaging.v1.BatchSendMessagesResult
+	(*BatchSendMessagesError)(nil),    // 8: messaging.v1.BatchSendMessagesError
+	(*GetMessageRequest)(nil),         // 9: messaging.v1.GetMessageRequest
+	(*GetMessageResponse)(nil),        // 10: messaging.v1.GetMessageResponse
+	(*ListMessagesRequest)(nil),       // 11: messaging.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),      // 12: messaging.v1.ListMessagesResponse
+	(*Message)(nil),                   // 13: messaging.v1.Message
+	(*MessageError)(nil),              // 14: messaging.v1.MessageError
+	nil,                               // 15: messaging.v1.SendMessageTemplate.VariablesEntry
+	(*structpb.Struct)(nil),           // 16: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 17: google.protobuf.Timestamp
 }
 var file_messaging_v1_messages_proto_depIdxs = []int32{
 	2,  // 0: messaging.v1.SendMessageRequest.template:type_name -> messaging.v1.SendMessageTemplate
-	11, // 1: messaging.v1.SendMessageTemplate.variables:type_name -> messaging.v1.SendMessageTemplate.VariablesEntry
+	15, // 1: messaging.v1.SendMessageTemplate.variables:type_name -> messaging.v1.SendMessageTemplate.VariablesEntry
 	3,  // 2: messaging.v1.SendMessageTemplate.flow:type_name -> messaging.v1.SendMessageTemplateFlow
-	9,  // 3: messaging.v1.SendMessageResponse.message:type_name -> messaging.v1.Message
-	9,  // 4: messaging.v1.GetMessageResponse.message:type_name -> messaging.v1.Message
-	0,  // 5: messaging.v1.ListMessagesRequest.status:type_name -> messaging.v1.MessageStatus
-	9,  // 6: messaging.v1.ListMessagesResponse.data:type_name -> messaging.v1.Message
-	0,  // 7: messaging.v1.Message.status:type_name -> messaging.v1.MessageStatus
-	10, // 8: messaging.v1.Message.error:type_name -> messaging.v1.MessageError
-	12, // 9: messaging.v1.Message.created_at:type_name -> google.protobuf.Timestamp
-	12, // 10: messaging.v1.Message.sent_at:type_name -> google.protobuf.Timestamp
-	12, // 11: messaging.v1.Message.delivered_at:type_name -> google.protobuf.Timestamp
-	12, // 12: messaging.v1.Message.read_at:type_name -> google.protobuf.Timestamp
-	12, // 13: messaging.v1.Message.failed_at:type_name -> google.protobuf.Timestamp
-	1,  // 14: messaging.v1.MessageService.SendMessage:input_type -> messaging.v1.SendMessageRequest
-	5,  // 15: messaging.v1.MessageService.GetMessage:input_type -> messaging.v1.GetMessageRequest
-	7,  // 16: messaging.v1.MessageService.ListMessages:input_type -> messaging.v1.ListMessagesRequest
-	4,  // 17: messaging.v1.MessageService.SendMessage:output_type -> messaging.v1.SendMessageResponse
-	6,  // 18: messaging.v1.MessageService.GetMessage:output_type -> messaging.v1.GetMessageResponse
-	8,  // 19: messaging.v1.MessageService.ListMessages:output_type -> messaging.v1.ListMessagesResponse
-	17, // [17:20] is the sub-list for method output_type
-	14, // [14:17] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	13, // 3: messaging.v1.SendMessageResponse.message:type_name -> messaging.v1.Message
+	1,  // 4: messaging.v1.BatchSendMessagesRequest.messages:type_name -> messaging.v1.SendMessageRequest
+	7,  // 5: messaging.v1.BatchSendMessagesResponse.results:type_name -> messaging.v1.BatchSendMessagesResult
+	13, // 6: messaging.v1.BatchSendMessagesResult.message:type_name -> messaging.v1.Message
+	8,  // 7: messaging.v1.BatchSendMessagesResult.error:type_name -> messaging.v1.BatchSendMessagesError
+	16, // 8: messaging.v1.BatchSendMessagesError.details:type_name -> google.protobuf.Struct
+	13, // 9: messaging.v1.GetMessageResponse.message:type_name -> messaging.v1.Message
+	0,  // 10: messaging.v1.ListMessagesRequest.status:type_name -> messaging.v1.MessageStatus
+	13, // 11: messaging.v1.ListMessagesResponse.data:type_name -> messaging.v1.Message
+	0,  // 12: messaging.v1.Message.status:type_name -> messaging.v1.MessageStatus
+	14, // 13: messaging.v1.Message.error:type_name -> messaging.v1.MessageError
+	17, // 14: messaging.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	17, // 15: messaging.v1.Message.sent_at:type_name -> google.protobuf.Timestamp
+	17, // 16: messaging.v1.Message.delivered_at:type_name -> google.protobuf.Timestamp
+	17, // 17: messaging.v1.Message.read_at:type_name -> google.protobuf.Timestamp
+	17, // 18: messaging.v1.Message.failed_at:type_name -> google.protobuf.Timestamp
+	1,  // 19: messaging.v1.MessageService.SendMessage:input_type -> messaging.v1.SendMessageRequest
+	5,  // 20: messaging.v1.MessageService.BatchSendMessages:input_type -> messaging.v1.BatchSendMessagesRequest
+	9,  // 21: messaging.v1.MessageService.GetMessage:input_type -> messaging.v1.GetMessageRequest
+	11, // 22: messaging.v1.MessageService.ListMessages:input_type -> messaging.v1.ListMessagesRequest
+	4,  // 23: messaging.v1.MessageService.SendMessage:output_type -> messaging.v1.SendMessageResponse
+	6,  // 24: messaging.v1.MessageService.BatchSendMessages:output_type -> messaging.v1.BatchSendMessagesResponse
+	10, // 25: messaging.v1.MessageService.GetMessage:output_type -> messaging.v1.GetMessageResponse
+	12, // 26: messaging.v1.MessageService.ListMessages:output_type -> messaging.v1.ListMessagesResponse
+	23, // [23:27] is the sub-list for method output_type
+	19, // [19:23] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_messaging_v1_messages_proto_init() }
@@ -923,15 +1197,15 @@ func file_messaging_v1_messages_proto_init() {
 	}
 	file_messaging_v1_field_rules_proto_init()
 	file_messaging_v1_options_proto_init()
-	file_messaging_v1_messages_proto_msgTypes[7].OneofWrappers = []any{}
-	file_messaging_v1_messages_proto_msgTypes[8].OneofWrappers = []any{}
+	file_messaging_v1_messages_proto_msgTypes[11].OneofWrappers = []any{}
+	file_messaging_v1_messages_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messaging_v1_messages_proto_rawDesc), len(file_messaging_v1_messages_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

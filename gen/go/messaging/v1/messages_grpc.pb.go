@@ -19,9 +19,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	MessageService_SendMessage_FullMethodName  = "/messaging.v1.MessageService/SendMessage"
-	MessageService_GetMessage_FullMethodName   = "/messaging.v1.MessageService/GetMessage"
-	MessageService_ListMessages_FullMethodName = "/messaging.v1.MessageService/ListMessages"
+	MessageService_SendMessage_FullMethodName       = "/messaging.v1.MessageService/SendMessage"
+	MessageService_BatchSendMessages_FullMethodName = "/messaging.v1.MessageService/BatchSendMessages"
+	MessageService_GetMessage_FullMethodName        = "/messaging.v1.MessageService/GetMessage"
+	MessageService_ListMessages_FullMethodName      = "/messaging.v1.MessageService/ListMessages"
 )
 
 // MessageServiceClient is the client API for MessageService service.
@@ -35,6 +36,18 @@ type MessageServiceClient interface {
 	// metadata of the same name) makes a retried call return the original
 	// message without spending again.
 	SendMessage(ctx context.Context, in *SendMessageRequest, opts ...grpc.CallOption) (*SendMessageResponse, error)
+	// Sends up to 1,000 template messages in one request (AIP-233): each item is
+	// the body of a SendMessage, with its own recipient, sender, template and
+	// variables, checked and charged on its own. The answer has one result per
+	// item, in order: the accepted message, or the error that single send would
+	// have answered (invalid_argument, recipient_opted_out,
+	// insufficient_credits). Credits are spent for the accepted items only;
+	// items beyond the balance get insufficient_credits. Only a request that is
+	// wrong as a whole (no items, more than 1,000, a body over the size limit,
+	// a malformed Idempotency-Key) is refused as a whole. An Idempotency-Key
+	// header (gRPC: metadata) covers the whole batch: the same key and body
+	// answer the same results without spending again.
+	BatchSendMessages(ctx context.Context, in *BatchSendMessagesRequest, opts ...grpc.CallOption) (*BatchSendMessagesResponse, error)
 	// Returns a message sent by the calling key. A message sent by another key,
 	// even of the same workspace, is not found.
 	GetMessage(ctx context.Context, in *GetMessageRequest, opts ...grpc.CallOption) (*GetMessageResponse, error)
@@ -54,6 +67,16 @@ func (c *messageServiceClient) SendMessage(ctx context.Context, in *SendMessageR
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SendMessageResponse)
 	err := c.cc.Invoke(ctx, MessageService_SendMessage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *messageServiceClient) BatchSendMessages(ctx context.Context, in *BatchSendMessagesRequest, opts ...grpc.CallOption) (*BatchSendMessagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BatchSendMessagesResponse)
+	err := c.cc.Invoke(ctx, MessageService_BatchSendMessages_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +114,18 @@ type MessageServiceServer interface {
 	// metadata of the same name) makes a retried call return the original
 	// message without spending again.
 	SendMessage(context.Context, *SendMessageRequest) (*SendMessageResponse, error)
+	// Sends up to 1,000 template messages in one request (AIP-233): each item is
+	// the body of a SendMessage, with its own recipient, sender, template and
+	// variables, checked and charged on its own. The answer has one result per
+	// item, in order: the accepted message, or the error that single send would
+	// have answered (invalid_argument, recipient_opted_out,
+	// insufficient_credits). Credits are spent for the accepted items only;
+	// items beyond the balance get insufficient_credits. Only a request that is
+	// wrong as a whole (no items, more than 1,000, a body over the size limit,
+	// a malformed Idempotency-Key) is refused as a whole. An Idempotency-Key
+	// header (gRPC: metadata) covers the whole batch: the same key and body
+	// answer the same results without spending again.
+	BatchSendMessages(context.Context, *BatchSendMessagesRequest) (*BatchSendMessagesResponse, error)
 	// Returns a message sent by the calling key. A message sent by another key,
 	// even of the same workspace, is not found.
 	GetMessage(context.Context, *GetMessageRequest) (*GetMessageResponse, error)
@@ -108,6 +143,9 @@ type UnimplementedMessageServiceServer struct{}
 
 func (UnimplementedMessageServiceServer) SendMessage(context.Context, *SendMessageRequest) (*SendMessageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SendMessage not implemented")
+}
+func (UnimplementedMessageServiceServer) BatchSendMessages(context.Context, *BatchSendMessagesRequest) (*BatchSendMessagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BatchSendMessages not implemented")
 }
 func (UnimplementedMessageServiceServer) GetMessage(context.Context, *GetMessageRequest) (*GetMessageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetMessage not implemented")
@@ -150,6 +188,24 @@ func _MessageService_SendMessage_Handler(srv interface{}, ctx context.Context, d
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(MessageServiceServer).SendMessage(ctx, req.(*SendMessageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MessageService_BatchSendMessages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BatchSendMessagesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MessageServiceServer).BatchSendMessages(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MessageService_BatchSendMessages_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MessageServiceServer).BatchSendMessages(ctx, req.(*BatchSendMessagesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -200,6 +256,10 @@ var MessageService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SendMessage",
 			Handler:    _MessageService_SendMessage_Handler,
+		},
+		{
+			MethodName: "BatchSendMessages",
+			Handler:    _MessageService_BatchSendMessages_Handler,
 		},
 		{
 			MethodName: "GetMessage",

@@ -24,6 +24,64 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// WhatsApp's category of a template. In JSON: "marketing", "utility",
+// "authentication".
+type TemplateCategory int32
+
+const (
+	// Not set.
+	TemplateCategory_TEMPLATE_CATEGORY_UNSPECIFIED TemplateCategory = 0
+	// Promotions and offers; recipients may stop them (WhatsApp error 131050).
+	TemplateCategory_TEMPLATE_CATEGORY_MARKETING TemplateCategory = 1
+	// About a transaction or account the recipient has (the default).
+	TemplateCategory_TEMPLATE_CATEGORY_UTILITY TemplateCategory = 2
+	// One-time codes.
+	TemplateCategory_TEMPLATE_CATEGORY_AUTHENTICATION TemplateCategory = 3
+)
+
+// Enum value maps for TemplateCategory.
+var (
+	TemplateCategory_name = map[int32]string{
+		0: "TEMPLATE_CATEGORY_UNSPECIFIED",
+		1: "TEMPLATE_CATEGORY_MARKETING",
+		2: "TEMPLATE_CATEGORY_UTILITY",
+		3: "TEMPLATE_CATEGORY_AUTHENTICATION",
+	}
+	TemplateCategory_value = map[string]int32{
+		"TEMPLATE_CATEGORY_UNSPECIFIED":    0,
+		"TEMPLATE_CATEGORY_MARKETING":      1,
+		"TEMPLATE_CATEGORY_UTILITY":        2,
+		"TEMPLATE_CATEGORY_AUTHENTICATION": 3,
+	}
+)
+
+func (x TemplateCategory) Enum() *TemplateCategory {
+	p := new(TemplateCategory)
+	*p = x
+	return p
+}
+
+func (x TemplateCategory) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TemplateCategory) Descriptor() protoreflect.EnumDescriptor {
+	return file_messaging_v1_templates_proto_enumTypes[0].Descriptor()
+}
+
+func (TemplateCategory) Type() protoreflect.EnumType {
+	return &file_messaging_v1_templates_proto_enumTypes[0]
+}
+
+func (x TemplateCategory) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TemplateCategory.Descriptor instead.
+func (TemplateCategory) EnumDescriptor() ([]byte, []int) {
+	return file_messaging_v1_templates_proto_rawDescGZIP(), []int{0}
+}
+
 // Lifecycle of a template. In JSON: "active", "archived".
 type TemplateStatus int32
 
@@ -61,11 +119,11 @@ func (x TemplateStatus) String() string {
 }
 
 func (TemplateStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_messaging_v1_templates_proto_enumTypes[0].Descriptor()
+	return file_messaging_v1_templates_proto_enumTypes[1].Descriptor()
 }
 
 func (TemplateStatus) Type() protoreflect.EnumType {
-	return &file_messaging_v1_templates_proto_enumTypes[0]
+	return &file_messaging_v1_templates_proto_enumTypes[1]
 }
 
 func (x TemplateStatus) Number() protoreflect.EnumNumber {
@@ -74,7 +132,7 @@ func (x TemplateStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TemplateStatus.Descriptor instead.
 func (TemplateStatus) EnumDescriptor() ([]byte, []int) {
-	return file_messaging_v1_templates_proto_rawDescGZIP(), []int{0}
+	return file_messaging_v1_templates_proto_rawDescGZIP(), []int{1}
 }
 
 // A message template: a body with {{variables}} that a send fills in.
@@ -97,7 +155,12 @@ type Template struct {
 	// The form (flow) the template carries; null if it carries none.
 	Flow *TemplateFlow `protobuf:"bytes,8,opt,name=flow,proto3" json:"flow,omitempty"`
 	// Creation time.
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// WhatsApp's category of the template: "marketing", "utility" or
+	// "authentication". A failure 131050 (the recipient stopped marketing
+	// messages) of a marketing template puts the recipient on the workspace's
+	// opt-out list.
+	Category      TemplateCategory `protobuf:"varint,10,opt,name=category,proto3,enum=messaging.v1.TemplateCategory" json:"category,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -193,6 +256,13 @@ func (x *Template) GetCreatedAt() *timestamppb.Timestamp {
 		return x.CreatedAt
 	}
 	return nil
+}
+
+func (x *Template) GetCategory() TemplateCategory {
+	if x != nil {
+		return x.Category
+	}
+	return TemplateCategory_TEMPLATE_CATEGORY_UNSPECIFIED
 }
 
 // A variable of a template body.
@@ -437,7 +507,7 @@ var File_messaging_v1_templates_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_templates_proto_rawDesc = "" +
 	"\n" +
-	"\x1cmessaging/v1/templates.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\x82\x03\n" +
+	"\x1cmessaging/v1/templates.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xc3\x03\n" +
 	"\bTemplate\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x03R\x02id\x12\x1b\n" +
 	"\x06object\x18\x02 \x01(\tB\x03\xe0A\x03R\x06object\x12\x17\n" +
@@ -448,7 +518,9 @@ const file_messaging_v1_templates_proto_rawDesc = "" +
 	"\tvariables\x18\a \x03(\v2\x1e.messaging.v1.TemplateVariableB\x03\xe0A\x03R\tvariables\x123\n" +
 	"\x04flow\x18\b \x01(\v2\x1a.messaging.v1.TemplateFlowB\x03\xe0A\x03R\x04flow\x12>\n" +
 	"\n" +
-	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tcreatedAt\"k\n" +
+	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\tcreatedAt\x12?\n" +
+	"\bcategory\x18\n" +
+	" \x01(\x0e2\x1e.messaging.v1.TemplateCategoryB\x03\xe0A\x05R\bcategory\"k\n" +
 	"\x10TemplateVariable\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\x03R\x04name\x12\x1f\n" +
 	"\brequired\x18\x02 \x01(\bB\x03\xe0A\x03R\brequired\x12\x1d\n" +
@@ -465,7 +537,12 @@ const file_messaging_v1_templates_proto_rawDesc = "" +
 	"\x04data\x18\x02 \x03(\v2\x16.messaging.v1.TemplateR\x04data\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\x05R\x05total\x12+\n" +
 	"\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01B\x12\n" +
-	"\x10_next_page_token*k\n" +
+	"\x10_next_page_token*\x9b\x01\n" +
+	"\x10TemplateCategory\x12!\n" +
+	"\x1dTEMPLATE_CATEGORY_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bTEMPLATE_CATEGORY_MARKETING\x10\x01\x12\x1d\n" +
+	"\x19TEMPLATE_CATEGORY_UTILITY\x10\x02\x12$\n" +
+	" TEMPLATE_CATEGORY_AUTHENTICATION\x10\x03*k\n" +
 	"\x0eTemplateStatus\x12\x1f\n" +
 	"\x1bTEMPLATE_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TEMPLATE_STATUS_ACTIVE\x10\x01\x12\x1c\n" +
@@ -486,30 +563,32 @@ func file_messaging_v1_templates_proto_rawDescGZIP() []byte {
 	return file_messaging_v1_templates_proto_rawDescData
 }
 
-var file_messaging_v1_templates_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_messaging_v1_templates_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_messaging_v1_templates_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_messaging_v1_templates_proto_goTypes = []any{
-	(TemplateStatus)(0),           // 0: messaging.v1.TemplateStatus
-	(*Template)(nil),              // 1: messaging.v1.Template
-	(*TemplateVariable)(nil),      // 2: messaging.v1.TemplateVariable
-	(*TemplateFlow)(nil),          // 3: messaging.v1.TemplateFlow
-	(*ListTemplatesRequest)(nil),  // 4: messaging.v1.ListTemplatesRequest
-	(*ListTemplatesResponse)(nil), // 5: messaging.v1.ListTemplatesResponse
-	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
+	(TemplateCategory)(0),         // 0: messaging.v1.TemplateCategory
+	(TemplateStatus)(0),           // 1: messaging.v1.TemplateStatus
+	(*Template)(nil),              // 2: messaging.v1.Template
+	(*TemplateVariable)(nil),      // 3: messaging.v1.TemplateVariable
+	(*TemplateFlow)(nil),          // 4: messaging.v1.TemplateFlow
+	(*ListTemplatesRequest)(nil),  // 5: messaging.v1.ListTemplatesRequest
+	(*ListTemplatesResponse)(nil), // 6: messaging.v1.ListTemplatesResponse
+	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
 }
 var file_messaging_v1_templates_proto_depIdxs = []int32{
-	0, // 0: messaging.v1.Template.status:type_name -> messaging.v1.TemplateStatus
-	2, // 1: messaging.v1.Template.variables:type_name -> messaging.v1.TemplateVariable
-	3, // 2: messaging.v1.Template.flow:type_name -> messaging.v1.TemplateFlow
-	6, // 3: messaging.v1.Template.created_at:type_name -> google.protobuf.Timestamp
-	1, // 4: messaging.v1.ListTemplatesResponse.data:type_name -> messaging.v1.Template
-	4, // 5: messaging.v1.TemplateService.ListTemplates:input_type -> messaging.v1.ListTemplatesRequest
-	5, // 6: messaging.v1.TemplateService.ListTemplates:output_type -> messaging.v1.ListTemplatesResponse
-	6, // [6:7] is the sub-list for method output_type
-	5, // [5:6] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	1, // 0: messaging.v1.Template.status:type_name -> messaging.v1.TemplateStatus
+	3, // 1: messaging.v1.Template.variables:type_name -> messaging.v1.TemplateVariable
+	4, // 2: messaging.v1.Template.flow:type_name -> messaging.v1.TemplateFlow
+	7, // 3: messaging.v1.Template.created_at:type_name -> google.protobuf.Timestamp
+	0, // 4: messaging.v1.Template.category:type_name -> messaging.v1.TemplateCategory
+	2, // 5: messaging.v1.ListTemplatesResponse.data:type_name -> messaging.v1.Template
+	5, // 6: messaging.v1.TemplateService.ListTemplates:input_type -> messaging.v1.ListTemplatesRequest
+	6, // 7: messaging.v1.TemplateService.ListTemplates:output_type -> messaging.v1.ListTemplatesResponse
+	7, // [7:8] is the sub-list for method output_type
+	6, // [6:7] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_messaging_v1_templates_proto_init() }
@@ -524,7 +603,7 @@ func file_messaging_v1_templates_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messaging_v1_templates_proto_rawDesc), len(file_messaging_v1_templates_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,

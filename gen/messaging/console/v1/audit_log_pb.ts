@@ -15,16 +15,18 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file messaging/console/v1/audit_log.proto.
  */
 export const file_messaging_console_v1_audit_log: GenFile = /*@__PURE__*/
-  fileDesc("CiRtZXNzYWdpbmcvY29uc29sZS92MS9hdWRpdF9sb2cucHJvdG8SFG1lc3NhZ2luZy5jb25zb2xlLnYxIrQCCgpBdWRpdEVudHJ5Eg8KAmlkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSKwoCYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSEgoFYWN0b3IYBCABKAlCA+BBAxIfCg1hY3Rvcl91c2VyX2lkGAUgASgJQgPgQQNIAIgBARIWCglvcGVyYXRpb24YBiABKAlCA+BBAxIeCgx3b3Jrc3BhY2VfaWQYByABKAlCA+BBA0gBiAEBEi0KB3JlcXVlc3QYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgPgQQMSFAoHb3V0Y29tZRgJIAEoCUID4EEDQhAKDl9hY3Rvcl91c2VyX2lkQg8KDV93b3Jrc3BhY2VfaWQibAoXTGlzdEF1ZGl0RW50cmllc1JlcXVlc3QSHQoJcGFnZV9zaXplGAEgASgFQgrgQQG6SAQaAigAEhcKCnBhZ2VfdG9rZW4YAiABKAlCA+BBARIZCgx3b3Jrc3BhY2VfaWQYAyABKAlCA+BBASKbAQoYTGlzdEF1ZGl0RW50cmllc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIuCgRkYXRhGAIgAygLMiAubWVzc2FnaW5nLmNvbnNvbGUudjEuQXVkaXRFbnRyeRINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIicKFEdldEF1ZGl0RW50cnlSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiTgoVR2V0QXVkaXRFbnRyeVJlc3BvbnNlEjUKC2F1ZGl0X2VudHJ5GAEgASgLMiAubWVzc2FnaW5nLmNvbnNvbGUudjEuQXVkaXRFbnRyeTLIAgoPQXVkaXRMb2dTZXJ2aWNlEpQBChBMaXN0QXVkaXRFbnRyaWVzEi0ubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdEF1ZGl0RW50cmllc1JlcXVlc3QaLi5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0QXVkaXRFbnRyaWVzUmVzcG9uc2UiIYLT5JMCGxIZL2NvbnNvbGUvdjEvYXVkaXRfZW50cmllcxKdAQoNR2V0QXVkaXRFbnRyeRIqLm1lc3NhZ2luZy5jb25zb2xlLnYxLkdldEF1ZGl0RW50cnlSZXF1ZXN0GisubWVzc2FnaW5nLmNvbnNvbGUudjEuR2V0QXVkaXRFbnRyeVJlc3BvbnNlIjOC0+STAi1iC2F1ZGl0X2VudHJ5Eh4vY29uc29sZS92MS9hdWRpdF9lbnRyaWVzL3tpZH1iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiRtZXNzYWdpbmcvY29uc29sZS92MS9hdWRpdF9sb2cucHJvdG8SFG1lc3NhZ2luZy5jb25zb2xlLnYxIskCCgpBdWRpdEVudHJ5Eg8KAmlkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSKwoCYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSEgoFYWN0b3IYBCABKAlCA+BBAxIfCg1hY3Rvcl91c2VyX2lkGAUgASgJQgPgQQNIAIgBARIWCglvcGVyYXRpb24YBiABKAlCA+BBAxIeCgx3b3Jrc3BhY2VfaWQYByABKAlCA+BBA0gBiAEBEi0KB3JlcXVlc3QYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgPgQQMSFAoHb3V0Y29tZRgJIAEoCUID4EEDEhMKBnNvdXJjZRgKIAEoCUID4EEDQhAKDl9hY3Rvcl91c2VyX2lkQg8KDV93b3Jrc3BhY2VfaWQibAoXTGlzdEF1ZGl0RW50cmllc1JlcXVlc3QSHQoJcGFnZV9zaXplGAEgASgFQgrgQQG6SAQaAigAEhcKCnBhZ2VfdG9rZW4YAiABKAlCA+BBARIZCgx3b3Jrc3BhY2VfaWQYAyABKAlCA+BBASKbAQoYTGlzdEF1ZGl0RW50cmllc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIuCgRkYXRhGAIgAygLMiAubWVzc2FnaW5nLmNvbnNvbGUudjEuQXVkaXRFbnRyeRINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIicKFEdldEF1ZGl0RW50cnlSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiTgoVR2V0QXVkaXRFbnRyeVJlc3BvbnNlEjUKC2F1ZGl0X2VudHJ5GAEgASgLMiAubWVzc2FnaW5nLmNvbnNvbGUudjEuQXVkaXRFbnRyeTLIAgoPQXVkaXRMb2dTZXJ2aWNlEpQBChBMaXN0QXVkaXRFbnRyaWVzEi0ubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdEF1ZGl0RW50cmllc1JlcXVlc3QaLi5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0QXVkaXRFbnRyaWVzUmVzcG9uc2UiIYLT5JMCGxIZL2NvbnNvbGUvdjEvYXVkaXRfZW50cmllcxKdAQoNR2V0QXVkaXRFbnRyeRIqLm1lc3NhZ2luZy5jb25zb2xlLnYxLkdldEF1ZGl0RW50cnlSZXF1ZXN0GisubWVzc2FnaW5nLmNvbnNvbGUudjEuR2V0QXVkaXRFbnRyeVJlc3BvbnNlIjOC0+STAi1iC2F1ZGl0X2VudHJ5Eh4vY29uc29sZS92MS9hdWRpdF9lbnRyaWVzL3tpZH1iBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
- * One console change.
+ * One console change, or an opt-out change the service made itself.
  *
  * @generated from message messaging.console.v1.AuditEntry
  */
 export type AuditEntry = Message<"messaging.console.v1.AuditEntry"> & {
   /**
-   * Entry identifier (the console request id). Shape: req_….
+   * Entry identifier: the console request id (req_…), or for a change the
+   * service made, the change's own id (the message that caused it and what
+   * it did, for example "msg_…:opted_out").
    *
    * @generated from field: string id = 1;
    */
@@ -45,7 +47,8 @@ export type AuditEntry = Message<"messaging.console.v1.AuditEntry"> & {
   at?: Timestamp | undefined;
 
   /**
-   * "operator" (console token) or the email of the console user.
+   * "operator" (console token) or the email of the console user; "service"
+   * for a change the service made itself.
    *
    * @generated from field: string actor = 4;
    */
@@ -59,7 +62,8 @@ export type AuditEntry = Message<"messaging.console.v1.AuditEntry"> & {
   actorUserId?: string | undefined;
 
   /**
-   * The operation, for example "messaging.console.v1.ApiKeyService/RevokeApiKey".
+   * The operation, for example "messaging.console.v1.ApiKeyService/RevokeApiKey";
+   * for a change the service made, its event type ("contact.opted_out").
    *
    * @generated from field: string operation = 6;
    */
@@ -85,6 +89,15 @@ export type AuditEntry = Message<"messaging.console.v1.AuditEntry"> & {
    * @generated from field: string outcome = 9;
    */
   outcome: string;
+
+  /**
+   * Where the change came from: "console", or for a change of an opt-out
+   * list the service made itself, "reply" (a keyword a number wrote) or
+   * "network_error" (WhatsApp's 131050 on a marketing template).
+   *
+   * @generated from field: string source = 10;
+   */
+  source: string;
 };
 
 /**
@@ -215,7 +228,9 @@ export const GetAuditEntryResponseSchema: GenMessage<GetAuditEntryResponse> = /*
 
 /**
  * AuditLogService reads the audit log: every console change (who, what,
- * when, outcome), written by the console itself.
+ * when, outcome), written by the console itself, and the changes of a
+ * workspace's opt-out list the service makes itself (a reply, a network
+ * error), each with its source.
  *
  * @generated from service messaging.console.v1.AuditLogService
  */

@@ -26,9 +26,10 @@ from google.api import field_behavior_pb2 as google_dot_api_dot_field__behavior_
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from messaging.v1 import flow_responses_pb2 as messaging_dot_v1_dot_flow__responses__pb2
 from messaging.v1 import messages_pb2 as messaging_dot_v1_dot_messages__pb2
+from messaging.v1 import opt_outs_pb2 as messaging_dot_v1_dot_opt__outs__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19messaging/v1/events.proto\x12\x0cmessaging.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!messaging/v1/flow_responses.proto\x1a\x1bmessaging/v1/messages.proto\"\xb5\x01\n\x0cMessageEvent\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x02id\x12\x17\n\x04type\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x04type\x12>\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\tcreatedAt\x12\x37\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32\x1e.messaging.v1.MessageEventDataB\x03\xe0\x41\x03R\x04\x64\x61ta\"\xa9\x03\n\x10MessageEventData\x12\"\n\nmessage_id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\tmessageId\x12\x13\n\x02to\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x02to\x12\x1b\n\x06status\x18\x03 \x01(\tB\x03\xe0\x41\x03R\x06status\x12\'\n\rwa_message_id\x18\x04 \x01(\tB\x03\xe0\x41\x03R\x0bwaMessageId\x12@\n\x0boccurred_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\noccurredAt\x12\x35\n\x05\x65rror\x18\x06 \x01(\x0b\x32\x1a.messaging.v1.MessageErrorB\x03\xe0\x41\x03R\x05\x65rror\x12\x1c\n\x04\x66rom\x18\x07 \x01(\tB\x03\xe0\x41\x03H\x00R\x04\x66rom\x88\x01\x01\x12\x1c\n\x04text\x18\x08 \x01(\tB\x03\xe0\x41\x03H\x01R\x04text\x88\x01\x01\x12\x37\n\x13reply_to_message_id\x18\t \x01(\tB\x03\xe0\x41\x03H\x02R\x10replyToMessageId\x88\x01\x01\x42\x07\n\x05_fromB\x07\n\x05_textB\x16\n\x14_reply_to_message_id\"\xb7\x01\n\x12\x46lowCompletedEvent\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x02id\x12\x17\n\x04type\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x04type\x12>\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\tcreatedAt\x12\x33\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32\x1a.messaging.v1.FlowResponseB\x03\xe0\x41\x03R\x04\x64\x61tab\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19messaging/v1/events.proto\x12\x0cmessaging.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!messaging/v1/flow_responses.proto\x1a\x1bmessaging/v1/messages.proto\x1a\x1bmessaging/v1/opt_outs.proto\"\xb5\x01\n\x0cMessageEvent\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x02id\x12\x17\n\x04type\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x04type\x12>\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\tcreatedAt\x12\x37\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32\x1e.messaging.v1.MessageEventDataB\x03\xe0\x41\x03R\x04\x64\x61ta\"\xa9\x03\n\x10MessageEventData\x12\"\n\nmessage_id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\tmessageId\x12\x13\n\x02to\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x02to\x12\x1b\n\x06status\x18\x03 \x01(\tB\x03\xe0\x41\x03R\x06status\x12\'\n\rwa_message_id\x18\x04 \x01(\tB\x03\xe0\x41\x03R\x0bwaMessageId\x12@\n\x0boccurred_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\noccurredAt\x12\x35\n\x05\x65rror\x18\x06 \x01(\x0b\x32\x1a.messaging.v1.MessageErrorB\x03\xe0\x41\x03R\x05\x65rror\x12\x1c\n\x04\x66rom\x18\x07 \x01(\tB\x03\xe0\x41\x03H\x00R\x04\x66rom\x88\x01\x01\x12\x1c\n\x04text\x18\x08 \x01(\tB\x03\xe0\x41\x03H\x01R\x04text\x88\x01\x01\x12\x37\n\x13reply_to_message_id\x18\t \x01(\tB\x03\xe0\x41\x03H\x02R\x10replyToMessageId\x88\x01\x01\x42\x07\n\x05_fromB\x07\n\x05_textB\x16\n\x14_reply_to_message_id\"\xb7\x01\n\x12\x46lowCompletedEvent\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x02id\x12\x17\n\x04type\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x04type\x12>\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\tcreatedAt\x12\x33\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32\x1a.messaging.v1.FlowResponseB\x03\xe0\x41\x03R\x04\x64\x61ta\"\xb5\x01\n\x0c\x43ontactEvent\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x02id\x12\x17\n\x04type\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x04type\x12>\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\tcreatedAt\x12\x37\n\x04\x64\x61ta\x18\x04 \x01(\x0b\x32\x1e.messaging.v1.ContactEventDataB\x03\xe0\x41\x03R\x04\x64\x61ta\"\x8e\x03\n\x10\x43ontactEventData\x12&\n\x0cphone_number\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x0bphoneNumber\x12\x37\n\x06status\x18\x02 \x01(\x0e\x32\x1a.messaging.v1.OptOutStatusB\x03\xe0\x41\x03R\x06status\x12\x37\n\x06source\x18\x03 \x01(\x0e\x32\x1a.messaging.v1.OptOutSourceB\x03\xe0\x41\x03R\x06source\x12\"\n\x07keyword\x18\x04 \x01(\tB\x03\xe0\x41\x03H\x00R\x07keyword\x88\x01\x01\x12\'\n\nerror_code\x18\x05 \x01(\x05\x42\x03\xe0\x41\x03H\x01R\terrorCode\x88\x01\x01\x12\'\n\nmessage_id\x18\x06 \x01(\tB\x03\xe0\x41\x03H\x02R\tmessageId\x88\x01\x01\x12@\n\x0boccurred_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\noccurredAtB\n\n\x08_keywordB\r\n\x0b_error_codeB\r\n\x0b_message_idb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -69,10 +70,36 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FLOWCOMPLETEDEVENT'].fields_by_name['created_at']._serialized_options = b'\340A\003'
   _globals['_FLOWCOMPLETEDEVENT'].fields_by_name['data']._loaded_options = None
   _globals['_FLOWCOMPLETEDEVENT'].fields_by_name['data']._serialized_options = b'\340A\003'
-  _globals['_MESSAGEEVENT']._serialized_start=174
-  _globals['_MESSAGEEVENT']._serialized_end=355
-  _globals['_MESSAGEEVENTDATA']._serialized_start=358
-  _globals['_MESSAGEEVENTDATA']._serialized_end=783
-  _globals['_FLOWCOMPLETEDEVENT']._serialized_start=786
-  _globals['_FLOWCOMPLETEDEVENT']._serialized_end=969
+  _globals['_CONTACTEVENT'].fields_by_name['id']._loaded_options = None
+  _globals['_CONTACTEVENT'].fields_by_name['id']._serialized_options = b'\340A\003'
+  _globals['_CONTACTEVENT'].fields_by_name['type']._loaded_options = None
+  _globals['_CONTACTEVENT'].fields_by_name['type']._serialized_options = b'\340A\003'
+  _globals['_CONTACTEVENT'].fields_by_name['created_at']._loaded_options = None
+  _globals['_CONTACTEVENT'].fields_by_name['created_at']._serialized_options = b'\340A\003'
+  _globals['_CONTACTEVENT'].fields_by_name['data']._loaded_options = None
+  _globals['_CONTACTEVENT'].fields_by_name['data']._serialized_options = b'\340A\003'
+  _globals['_CONTACTEVENTDATA'].fields_by_name['phone_number']._loaded_options = None
+  _globals['_CONTACTEVENTDATA'].fields_by_name['phone_number']._serialized_options = b'\340A\003'
+  _globals['_CONTACTEVENTDATA'].fields_by_name['status']._loaded_options = None
+  _globals['_CONTACTEVENTDATA'].fields_by_name['status']._serialized_options = b'\340A\003'
+  _globals['_CONTACTEVENTDATA'].fields_by_name['source']._loaded_options = None
+  _globals['_CONTACTEVENTDATA'].fields_by_name['source']._serialized_options = b'\340A\003'
+  _globals['_CONTACTEVENTDATA'].fields_by_name['keyword']._loaded_options = None
+  _globals['_CONTACTEVENTDATA'].fields_by_name['keyword']._serialized_options = b'\340A\003'
+  _globals['_CONTACTEVENTDATA'].fields_by_name['error_code']._loaded_options = None
+  _globals['_CONTACTEVENTDATA'].fields_by_name['error_code']._serialized_options = b'\340A\003'
+  _globals['_CONTACTEVENTDATA'].fields_by_name['message_id']._loaded_options = None
+  _globals['_CONTACTEVENTDATA'].fields_by_name['message_id']._serialized_options = b'\340A\003'
+  _globals['_CONTACTEVENTDATA'].fields_by_name['occurred_at']._loaded_options = None
+  _globals['_CONTACTEVENTDATA'].fields_by_name['occurred_at']._serialized_options = b'\340A\003'
+  _globals['_MESSAGEEVENT']._serialized_start=203
+  _globals['_MESSAGEEVENT']._serialized_end=384
+  _globals['_MESSAGEEVENTDATA']._serialized_start=387
+  _globals['_MESSAGEEVENTDATA']._serialized_end=812
+  _globals['_FLOWCOMPLETEDEVENT']._serialized_start=815
+  _globals['_FLOWCOMPLETEDEVENT']._serialized_end=998
+  _globals['_CONTACTEVENT']._serialized_start=1001
+  _globals['_CONTACTEVENT']._serialized_end=1182
+  _globals['_CONTACTEVENTDATA']._serialized_start=1185
+  _globals['_CONTACTEVENTDATA']._serialized_end=1583
 # @@protoc_insertion_point(module_scope)

@@ -3,6 +3,7 @@ import datetime
 from buf.validate import validate_pb2 as _validate_pb2
 from google.api import annotations_pb2 as _annotations_pb2
 from google.api import field_behavior_pb2 as _field_behavior_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from messaging.v1 import field_rules_pb2 as _field_rules_pb2
 from messaging.v1 import options_pb2 as _options_pb2
@@ -68,6 +69,42 @@ class SendMessageResponse(_message.Message):
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     message: Message
     def __init__(self, message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...
+
+class BatchSendMessagesRequest(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[SendMessageRequest]
+    def __init__(self, messages: _Optional[_Iterable[_Union[SendMessageRequest, _Mapping]]] = ...) -> None: ...
+
+class BatchSendMessagesResponse(_message.Message):
+    __slots__ = ("results", "accepted_count", "refused_count")
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[BatchSendMessagesResult]
+    accepted_count: int
+    refused_count: int
+    def __init__(self, results: _Optional[_Iterable[_Union[BatchSendMessagesResult, _Mapping]]] = ..., accepted_count: _Optional[int] = ..., refused_count: _Optional[int] = ...) -> None: ...
+
+class BatchSendMessagesResult(_message.Message):
+    __slots__ = ("index", "message", "error")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    message: Message
+    error: BatchSendMessagesError
+    def __init__(self, index: _Optional[int] = ..., message: _Optional[_Union[Message, _Mapping]] = ..., error: _Optional[_Union[BatchSendMessagesError, _Mapping]] = ...) -> None: ...
+
+class BatchSendMessagesError(_message.Message):
+    __slots__ = ("code", "message", "details")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    message: str
+    details: _struct_pb2.Struct
+    def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ..., details: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class GetMessageRequest(_message.Message):
     __slots__ = ("id",)

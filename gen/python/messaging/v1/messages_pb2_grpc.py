@@ -41,6 +41,11 @@ class MessageServiceStub:
                 request_serializer=messaging_dot_v1_dot_messages__pb2.SendMessageRequest.SerializeToString,
                 response_deserializer=messaging_dot_v1_dot_messages__pb2.SendMessageResponse.FromString,
                 _registered_method=True)
+        self.BatchSendMessages = channel.unary_unary(
+                '/messaging.v1.MessageService/BatchSendMessages',
+                request_serializer=messaging_dot_v1_dot_messages__pb2.BatchSendMessagesRequest.SerializeToString,
+                response_deserializer=messaging_dot_v1_dot_messages__pb2.BatchSendMessagesResponse.FromString,
+                _registered_method=True)
         self.GetMessage = channel.unary_unary(
                 '/messaging.v1.MessageService/GetMessage',
                 request_serializer=messaging_dot_v1_dot_messages__pb2.GetMessageRequest.SerializeToString,
@@ -62,6 +67,23 @@ class MessageServiceServicer:
         """Sends a template message. Spends credits. An Idempotency-Key header (gRPC:
         metadata of the same name) makes a retried call return the original
         message without spending again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BatchSendMessages(self, request, context):
+        """Sends up to 1,000 template messages in one request (AIP-233): each item is
+        the body of a SendMessage, with its own recipient, sender, template and
+        variables, checked and charged on its own. The answer has one result per
+        item, in order: the accepted message, or the error that single send would
+        have answered (invalid_argument, recipient_opted_out,
+        insufficient_credits). Credits are spent for the accepted items only;
+        items beyond the balance get insufficient_credits. Only a request that is
+        wrong as a whole (no items, more than 1,000, a body over the size limit,
+        a malformed Idempotency-Key) is refused as a whole. An Idempotency-Key
+        header (gRPC: metadata) covers the whole batch: the same key and body
+        answer the same results without spending again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -89,6 +111,11 @@ def add_MessageServiceServicer_to_server(servicer, server):
                     servicer.SendMessage,
                     request_deserializer=messaging_dot_v1_dot_messages__pb2.SendMessageRequest.FromString,
                     response_serializer=messaging_dot_v1_dot_messages__pb2.SendMessageResponse.SerializeToString,
+            ),
+            'BatchSendMessages': grpc.unary_unary_rpc_method_handler(
+                    servicer.BatchSendMessages,
+                    request_deserializer=messaging_dot_v1_dot_messages__pb2.BatchSendMessagesRequest.FromString,
+                    response_serializer=messaging_dot_v1_dot_messages__pb2.BatchSendMessagesResponse.SerializeToString,
             ),
             'GetMessage': grpc.unary_unary_rpc_method_handler(
                     servicer.GetMessage,
@@ -130,6 +157,33 @@ class MessageService:
             '/messaging.v1.MessageService/SendMessage',
             messaging_dot_v1_dot_messages__pb2.SendMessageRequest.SerializeToString,
             messaging_dot_v1_dot_messages__pb2.SendMessageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BatchSendMessages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/messaging.v1.MessageService/BatchSendMessages',
+            messaging_dot_v1_dot_messages__pb2.BatchSendMessagesRequest.SerializeToString,
+            messaging_dot_v1_dot_messages__pb2.BatchSendMessagesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -29,7 +29,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from messaging.v1 import options_pb2 as messaging_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmessaging/v1/templates.proto\x12\x0cmessaging.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\x82\x03\n\x08Template\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x02id\x12\x1b\n\x06object\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x06object\x12\x17\n\x04name\x18\x03 \x01(\tB\x03\xe0\x41\x05R\x04name\x12\x1f\n\x08language\x18\x04 \x01(\tB\x03\xe0\x41\x05R\x08language\x12\x39\n\x06status\x18\x05 \x01(\x0e\x32\x1c.messaging.v1.TemplateStatusB\x03\xe0\x41\x03R\x06status\x12\x17\n\x04\x62ody\x18\x06 \x01(\tB\x03\xe0\x41\x05R\x04\x62ody\x12\x41\n\tvariables\x18\x07 \x03(\x0b\x32\x1e.messaging.v1.TemplateVariableB\x03\xe0\x41\x03R\tvariables\x12\x33\n\x04\x66low\x18\x08 \x01(\x0b\x32\x1a.messaging.v1.TemplateFlowB\x03\xe0\x41\x03R\x04\x66low\x12>\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\tcreatedAt\"k\n\x10TemplateVariable\x12\x17\n\x04name\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x04name\x12\x1f\n\x08required\x18\x02 \x01(\x08\x42\x03\xe0\x41\x03R\x08required\x12\x1d\n\x07\x65xample\x18\x03 \x01(\tB\x03\xe0\x41\x03R\x07\x65xample\",\n\x0cTemplateFlow\x12\x1c\n\x07\x66low_id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x06\x66lowId\"c\n\x14ListTemplatesRequest\x12\'\n\tpage_size\x18\x01 \x01(\x05\x42\n\xe0\x41\x01\xbaH\x04\x1a\x02(\x00R\x08pageSize\x12\"\n\npage_token\x18\x02 \x01(\tB\x03\xe0\x41\x01R\tpageToken\"\xb2\x01\n\x15ListTemplatesResponse\x12\x16\n\x06object\x18\x01 \x01(\tR\x06object\x12*\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x16.messaging.v1.TemplateR\x04\x64\x61ta\x12\x14\n\x05total\x18\x03 \x01(\x05R\x05total\x12+\n\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01\x42\x12\n\x10_next_page_token*k\n\x0eTemplateStatus\x12\x1f\n\x1bTEMPLATE_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n\x16TEMPLATE_STATUS_ACTIVE\x10\x01\x12\x1c\n\x18TEMPLATE_STATUS_ARCHIVED\x10\x02\x32\x95\x01\n\x0fTemplateService\x12\x81\x01\n\rListTemplates\x12\".messaging.v1.ListTemplatesRequest\x1a#.messaging.v1.ListTemplatesResponse\"\'\x8a\xb5\x18\x0etemplates:read\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/templatesb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cmessaging/v1/templates.proto\x12\x0cmessaging.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1amessaging/v1/options.proto\"\xc3\x03\n\x08Template\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x02id\x12\x1b\n\x06object\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x06object\x12\x17\n\x04name\x18\x03 \x01(\tB\x03\xe0\x41\x05R\x04name\x12\x1f\n\x08language\x18\x04 \x01(\tB\x03\xe0\x41\x05R\x08language\x12\x39\n\x06status\x18\x05 \x01(\x0e\x32\x1c.messaging.v1.TemplateStatusB\x03\xe0\x41\x03R\x06status\x12\x17\n\x04\x62ody\x18\x06 \x01(\tB\x03\xe0\x41\x05R\x04\x62ody\x12\x41\n\tvariables\x18\x07 \x03(\x0b\x32\x1e.messaging.v1.TemplateVariableB\x03\xe0\x41\x03R\tvariables\x12\x33\n\x04\x66low\x18\x08 \x01(\x0b\x32\x1a.messaging.v1.TemplateFlowB\x03\xe0\x41\x03R\x04\x66low\x12>\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\tcreatedAt\x12?\n\x08\x63\x61tegory\x18\n \x01(\x0e\x32\x1e.messaging.v1.TemplateCategoryB\x03\xe0\x41\x05R\x08\x63\x61tegory\"k\n\x10TemplateVariable\x12\x17\n\x04name\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x04name\x12\x1f\n\x08required\x18\x02 \x01(\x08\x42\x03\xe0\x41\x03R\x08required\x12\x1d\n\x07\x65xample\x18\x03 \x01(\tB\x03\xe0\x41\x03R\x07\x65xample\",\n\x0cTemplateFlow\x12\x1c\n\x07\x66low_id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x06\x66lowId\"c\n\x14ListTemplatesRequest\x12\'\n\tpage_size\x18\x01 \x01(\x05\x42\n\xe0\x41\x01\xbaH\x04\x1a\x02(\x00R\x08pageSize\x12\"\n\npage_token\x18\x02 \x01(\tB\x03\xe0\x41\x01R\tpageToken\"\xb2\x01\n\x15ListTemplatesResponse\x12\x16\n\x06object\x18\x01 \x01(\tR\x06object\x12*\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x16.messaging.v1.TemplateR\x04\x64\x61ta\x12\x14\n\x05total\x18\x03 \x01(\x05R\x05total\x12+\n\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01\x42\x12\n\x10_next_page_token*\x9b\x01\n\x10TemplateCategory\x12!\n\x1dTEMPLATE_CATEGORY_UNSPECIFIED\x10\x00\x12\x1f\n\x1bTEMPLATE_CATEGORY_MARKETING\x10\x01\x12\x1d\n\x19TEMPLATE_CATEGORY_UTILITY\x10\x02\x12$\n TEMPLATE_CATEGORY_AUTHENTICATION\x10\x03*k\n\x0eTemplateStatus\x12\x1f\n\x1bTEMPLATE_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n\x16TEMPLATE_STATUS_ACTIVE\x10\x01\x12\x1c\n\x18TEMPLATE_STATUS_ARCHIVED\x10\x02\x32\x95\x01\n\x0fTemplateService\x12\x81\x01\n\rListTemplates\x12\".messaging.v1.ListTemplatesRequest\x1a#.messaging.v1.ListTemplatesResponse\"\'\x8a\xb5\x18\x0etemplates:read\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/templatesb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -54,6 +54,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TEMPLATE'].fields_by_name['flow']._serialized_options = b'\340A\003'
   _globals['_TEMPLATE'].fields_by_name['created_at']._loaded_options = None
   _globals['_TEMPLATE'].fields_by_name['created_at']._serialized_options = b'\340A\003'
+  _globals['_TEMPLATE'].fields_by_name['category']._loaded_options = None
+  _globals['_TEMPLATE'].fields_by_name['category']._serialized_options = b'\340A\005'
   _globals['_TEMPLATEVARIABLE'].fields_by_name['name']._loaded_options = None
   _globals['_TEMPLATEVARIABLE'].fields_by_name['name']._serialized_options = b'\340A\003'
   _globals['_TEMPLATEVARIABLE'].fields_by_name['required']._loaded_options = None
@@ -68,18 +70,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTTEMPLATESREQUEST'].fields_by_name['page_token']._serialized_options = b'\340A\001'
   _globals['_TEMPLATESERVICE'].methods_by_name['ListTemplates']._loaded_options = None
   _globals['_TEMPLATESERVICE'].methods_by_name['ListTemplates']._serialized_options = b'\212\265\030\016templates:read\202\323\344\223\002\017\022\r/v1/templates'
-  _globals['_TEMPLATESTATUS']._serialized_start=1025
-  _globals['_TEMPLATESTATUS']._serialized_end=1132
+  _globals['_TEMPLATECATEGORY']._serialized_start=1091
+  _globals['_TEMPLATECATEGORY']._serialized_end=1246
+  _globals['_TEMPLATESTATUS']._serialized_start=1248
+  _globals['_TEMPLATESTATUS']._serialized_end=1355
   _globals['_TEMPLATE']._serialized_start=200
-  _globals['_TEMPLATE']._serialized_end=586
-  _globals['_TEMPLATEVARIABLE']._serialized_start=588
-  _globals['_TEMPLATEVARIABLE']._serialized_end=695
-  _globals['_TEMPLATEFLOW']._serialized_start=697
-  _globals['_TEMPLATEFLOW']._serialized_end=741
-  _globals['_LISTTEMPLATESREQUEST']._serialized_start=743
-  _globals['_LISTTEMPLATESREQUEST']._serialized_end=842
-  _globals['_LISTTEMPLATESRESPONSE']._serialized_start=845
-  _globals['_LISTTEMPLATESRESPONSE']._serialized_end=1023
-  _globals['_TEMPLATESERVICE']._serialized_start=1135
-  _globals['_TEMPLATESERVICE']._serialized_end=1284
+  _globals['_TEMPLATE']._serialized_end=651
+  _globals['_TEMPLATEVARIABLE']._serialized_start=653
+  _globals['_TEMPLATEVARIABLE']._serialized_end=760
+  _globals['_TEMPLATEFLOW']._serialized_start=762
+  _globals['_TEMPLATEFLOW']._serialized_end=806
+  _globals['_LISTTEMPLATESREQUEST']._serialized_start=808
+  _globals['_LISTTEMPLATESREQUEST']._serialized_end=907
+  _globals['_LISTTEMPLATESRESPONSE']._serialized_start=910
+  _globals['_LISTTEMPLATESRESPONSE']._serialized_end=1088
+  _globals['_TEMPLATESERVICE']._serialized_start=1358
+  _globals['_TEMPLATESERVICE']._serialized_end=1507
 # @@protoc_insertion_point(module_scope)

@@ -14,17 +14,28 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class TemplateCategory(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TEMPLATE_CATEGORY_UNSPECIFIED: _ClassVar[TemplateCategory]
+    TEMPLATE_CATEGORY_MARKETING: _ClassVar[TemplateCategory]
+    TEMPLATE_CATEGORY_UTILITY: _ClassVar[TemplateCategory]
+    TEMPLATE_CATEGORY_AUTHENTICATION: _ClassVar[TemplateCategory]
+
 class TemplateStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     TEMPLATE_STATUS_UNSPECIFIED: _ClassVar[TemplateStatus]
     TEMPLATE_STATUS_ACTIVE: _ClassVar[TemplateStatus]
     TEMPLATE_STATUS_ARCHIVED: _ClassVar[TemplateStatus]
+TEMPLATE_CATEGORY_UNSPECIFIED: TemplateCategory
+TEMPLATE_CATEGORY_MARKETING: TemplateCategory
+TEMPLATE_CATEGORY_UTILITY: TemplateCategory
+TEMPLATE_CATEGORY_AUTHENTICATION: TemplateCategory
 TEMPLATE_STATUS_UNSPECIFIED: TemplateStatus
 TEMPLATE_STATUS_ACTIVE: TemplateStatus
 TEMPLATE_STATUS_ARCHIVED: TemplateStatus
 
 class Template(_message.Message):
-    __slots__ = ("id", "object", "name", "language", "status", "body", "variables", "flow", "created_at")
+    __slots__ = ("id", "object", "name", "language", "status", "body", "variables", "flow", "created_at", "category")
     ID_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -34,6 +45,7 @@ class Template(_message.Message):
     VARIABLES_FIELD_NUMBER: _ClassVar[int]
     FLOW_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
     id: str
     object: str
     name: str
@@ -43,7 +55,8 @@ class Template(_message.Message):
     variables: _containers.RepeatedCompositeFieldContainer[TemplateVariable]
     flow: TemplateFlow
     created_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., name: _Optional[str] = ..., language: _Optional[str] = ..., status: _Optional[_Union[TemplateStatus, str]] = ..., body: _Optional[str] = ..., variables: _Optional[_Iterable[_Union[TemplateVariable, _Mapping]]] = ..., flow: _Optional[_Union[TemplateFlow, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    category: TemplateCategory
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., name: _Optional[str] = ..., language: _Optional[str] = ..., status: _Optional[_Union[TemplateStatus, str]] = ..., body: _Optional[str] = ..., variables: _Optional[_Iterable[_Union[TemplateVariable, _Mapping]]] = ..., flow: _Optional[_Union[TemplateFlow, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., category: _Optional[_Union[TemplateCategory, str]] = ...) -> None: ...
 
 class TemplateVariable(_message.Message):
     __slots__ = ("name", "required", "example")

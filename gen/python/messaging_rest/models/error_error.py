@@ -19,13 +19,14 @@ class ErrorError:
     Attributes:
         code (str): Machine-readable error code; new codes may be added. Known codes (HTTP status): `invalid_key` (401),
             `key_revoked` (401), `key_expired` (401), `workspace_suspended` (403), `ip_not_allowed` (403),
-            `insufficient_scope` (403), `rate_limited` (429), `invalid_argument` (400), `payload_too_large` (413),
-            `not_found` (404), `method_not_allowed` (405), `insufficient_credits` (402), `conflict` (409),
-            `failed_precondition` (409), `unimplemented` (501), `unavailable` (503), `internal` (500).
+            `insufficient_scope` (403), `rate_limited` (429), `invalid_argument` (400), `recipient_opted_out` (400),
+            `payload_too_large` (413), `not_found` (404), `method_not_allowed` (405), `insufficient_credits` (402),
+            `conflict` (409), `failed_precondition` (409), `unimplemented` (501), `unavailable` (503), `internal` (500).
         message (str): What went wrong, for people.
         details (ErrorErrorDetails): Facts about the error as strings, by code: insufficient_scope has required_scope
-            and held_scopes (comma-separated); invalid_argument has field, rule and field_violations; key refusals name
-            api_key_id where the key was recognised.
+            and held_scopes (comma-separated); invalid_argument has field, rule and field_violations; recipient_opted_out
+            has phone_number; insufficient_credits has price_credits; key refusals name api_key_id where the key was
+            recognised.
         request_id (str): The Request-Id of the answer, for support and the request log.
     """
 

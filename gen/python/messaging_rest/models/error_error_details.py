@@ -18,7 +18,8 @@ T = TypeVar("T", bound="ErrorErrorDetails")
 @_attrs_define
 class ErrorErrorDetails:
     """Facts about the error as strings, by code: insufficient_scope has required_scope and held_scopes (comma-separated);
-    invalid_argument has field, rule and field_violations; key refusals name api_key_id where the key was recognised.
+    invalid_argument has field, rule and field_violations; recipient_opted_out has phone_number; insufficient_credits
+    has price_credits; key refusals name api_key_id where the key was recognised.
 
         Attributes:
             field_violations (list[FieldViolation] | Unset): invalid_argument: every broken rule of the request.

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.template_category import TemplateCategory
 from ..models.template_status import TemplateStatus
 
 if TYPE_CHECKING:
@@ -31,6 +32,10 @@ class Template:
         variables (list[TemplateVariable]): The variables the body needs, in order of first use.
         flow (None | TemplateFlow): The form (flow) the template carries; null if it carries none.
         created_at (datetime.datetime | None): Creation time.
+        category (None | TemplateCategory): WhatsApp's category of the template: "marketing", "utility" or
+            "authentication". A failure 131050 (the recipient stopped marketing
+            messages) of a marketing template puts the recipient on the workspace's
+            opt-out list.
     """
 
     id: str
@@ -42,6 +47,7 @@ class Template:
     variables: list[TemplateVariable]
     flow: None | TemplateFlow
     created_at: datetime.datetime | None
+    category: None | TemplateCategory
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,6 +86,12 @@ class Template:
         else:
             created_at = self.created_at
 
+        category: None | str
+        if isinstance(self.category, TemplateCategory):
+            category = self.category.value
+        else:
+            category = self.category
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -93,6 +105,7 @@ class Template:
                 "variables": variables,
                 "flow": flow,
                 "created_at": created_at,
+                "category": category,
             }
         )
 
@@ -166,6 +179,21 @@ class Template:
 
         created_at = _parse_created_at(d.pop("created_at"))
 
+        def _parse_category(data: object) -> None | TemplateCategory:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                category_type_0 = TemplateCategory(data)
+
+                return category_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TemplateCategory, data)
+
+        category = _parse_category(d.pop("category"))
+
         template = cls(
             id=id,
             object_=object_,
@@ -176,6 +204,7 @@ class Template:
             variables=variables,
             flow=flow,
             created_at=created_at,
+            category=category,
         )
 
         template.additional_properties = d
