@@ -38,11 +38,11 @@ function accepting(counts: CommandCounts, accepted: number): [string, string] {
 /**
  * POST /v1/messages:batch against the real service in its own process
  * (ROLE=all, simulator network, real database): batches of 1,000 items, one
- * at a time (how long a batch takes to be answered: the issue asks ≤ 1 s on
+ * at a time (how long a batch takes to be answered: the aim is ≤ 1 s on
  * this machine), with an Idempotency-Key, against a balance that pays for
  * only part of a batch, and replayed; beside them 1,000 single sends from 32
  * clients, for the commands of the accepting request per accepted message
- * (the issue asks a batch's to be at most a single send's). Commands are
+ * (the aim: a batch's at most a single send's). Commands are
  * counted by the embedded database (or on the wire: startCommandCounter).
  * Timings are printed, never asserted.
  */

@@ -24,7 +24,7 @@ const CONSOLE_TOKEN = "bench-console-token-0123456789";
 const SETTLED_COMPILER_SHARE = 0.05;
 const MAX_WARMUP_ROUNDS = 8;
 
-/** The rate of the paced round, whose dispatch latency the issue bounds (p99 of acceptance → sent ≤ 250 ms). */
+/** The rate of the paced round, whose dispatch latency the design bounds (p99 of acceptance → sent ≤ 250 ms). */
 const PACED_SENDS_PER_SECOND = 500;
 
 /** Commands of the accepting request (admission, the send itself, its ledger entry); the rest is the message's later life. */
