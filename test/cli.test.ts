@@ -117,6 +117,25 @@ describe("msgsvc messages", () => {
     expect((await msgsvc(["events", "get", got.events[0].id, "--workspace", other])).stderr).toMatch(/^error: not_found/);
   });
 
+  it("lists a message's events stored in one write by the time each says it happened", async () => {
+    const id = await send("4915100001236");
+    await eventually(async () => ((await t.service.db.collection("messages").findOne({ _id: id, status: "read" })) ? true : undefined));
+    // Reports applied together store their events with one created_at; the ids (random) must not decide the order.
+    const events = t.service.db.collection<StoredEvent>("events");
+    const stored = await events.find({ "data.message_id": id }).toArray();
+    expect(stored.map((e) => e.type).sort()).toEqual(["message.delivered", "message.read", "message.sent"]);
+    const together = new Date();
+    const copies = stored.map((e) => ({
+      ...e,
+      _id: `evt_${e.type === "message.read" ? "00000000" : "ffffffff"}-0000-4000-8000-${e._id.slice(-12)}`,
+      created_at: e.type === "message.sent" ? e.created_at : together,
+    }));
+    await events.deleteMany({ "data.message_id": id });
+    await events.insertMany(copies);
+    const got = JSON.parse((await msgsvc(["messages", "get", id, "--json"])).stdout);
+    expect(got.events.map((e: { type: string }) => e.type)).toEqual(["message.sent", "message.delivered", "message.read"]);
+  });
+
   it("gets a message and an event by the id alone, as every other get does", async () => {
     const id = await send("4915100001235");
     const byId = await eventually(async () => {

@@ -97,7 +97,7 @@ export interface EventBus {
   get(id: string, workspaceId?: string): Promise<StoredEvent | null>;
   /** The stored envelopes of events `ids`, by event id (the bytes webhook attempts send and sign). */
   bodies(ids: readonly string[]): Promise<Map<string, string>>;
-  /** Events about message `messageId`: its status events and the replies to it (at most `limit` each), oldest first. */
+  /** Events about message `messageId`: its status events and the replies to it (at most `limit` each), oldest first (stored together: by `data.occurred_at`). */
   aboutMessage(messageId: string, limit: number): Promise<StoredEvent[]>;
   /**
    * The workspace's events created in [since, until) of `types`, test events
@@ -156,7 +156,11 @@ export function createEventBus(db: Db, clock: Clock, logger: Logger): EventBus {
       const [own, replies] = await Promise.all(
         ["data.message_id", "data.reply_to_message_id"].map((field) => collection.find({ [field]: messageId }).limit(limit).toArray()),
       );
-      return [...own!, ...replies!].sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || a._id.localeCompare(b._id));
+      // Events stored together (reports applied in one write) share created_at: then the time each says it happened, then the id.
+      const occurredAt = (e: StoredEvent) => (typeof e.data.occurred_at === "string" ? Date.parse(e.data.occurred_at) || 0 : 0);
+      return [...own!, ...replies!].sort(
+        (a, b) => a.created_at.getTime() - b.created_at.getTime() || occurredAt(a) - occurredAt(b) || a._id.localeCompare(b._id),
+      );
     },
     findCreated: (workspaceId, since, until, types, limit) =>
       collection
