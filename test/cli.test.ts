@@ -119,7 +119,7 @@ describe("msgsvc messages", () => {
 
   it("lists a message's events stored in one write by the time each says it happened", async () => {
     const id = await send("4915100001236");
-    await eventually(async () => ((await t.service.db.collection("messages").findOne({ _id: id, status: "read" })) ? true : undefined));
+    await eventually(async () => ((await t.service.db.collection<{ _id: string }>("messages").findOne({ _id: id, status: "read" })) ? true : undefined));
     // Reports applied together store their events with one created_at; the ids (random) must not decide the order.
     const events = t.service.db.collection<StoredEvent>("events");
     const stored = await events.find({ "data.message_id": id }).toArray();
