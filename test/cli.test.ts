@@ -119,10 +119,12 @@ describe("msgsvc messages", () => {
 
   it("lists a message's events stored in one write by the time each says it happened", async () => {
     const id = await send("4915100001236");
-    await eventually(async () => ((await t.service.db.collection<{ _id: string }>("messages").findOne({ _id: id, status: "read" })) ? true : undefined));
     // Reports applied together store their events with one created_at; the ids (random) must not decide the order.
     const events = t.service.db.collection<StoredEvent>("events");
-    const stored = await events.find({ "data.message_id": id }).toArray();
+    const stored = await eventually(async () => {
+      const found = await events.find({ "data.message_id": id }).toArray();
+      return found.length === 3 ? found : undefined;
+    });
     expect(stored.map((e) => e.type).sort()).toEqual(["message.delivered", "message.read", "message.sent"]);
     const together = new Date();
     const copies = stored.map((e) => ({
