@@ -316,6 +316,19 @@ function camelKeys<T extends object>(value: T, keys: readonly string[]): CamelKe
  */
 export type Config = z.output<typeof schema>;
 
+/**
+ * The variables that hold secrets: an error names them and their length, never
+ * their value (README "Design" §7).
+ */
+export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
+  "CONSOLE_TOKEN",
+  "CONSOLE_ADMIN_PASSWORD",
+  "WEBHOOK_SECRET_KEY",
+  "WHATSAPP_ACCESS_TOKEN",
+  "WHATSAPP_APP_SECRET",
+  "WHATSAPP_VERIFY_TOKEN",
+]);
+
 /** Raised by loadConfig with one line per bad variable. */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -343,7 +356,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(
       parsed.error.issues.map((issue) => {
         const name = String(issue.path[0]);
-        const given = name === "WEBHOOK_SECRET_KEY" ? `${input[name]?.length} characters` : JSON.stringify(input[name]);
+        const value = input[name];
+        // A secret is never echoed, only its length; a connection string without its credentials.
+        const given = value !== undefined && SECRET_VARIABLES.has(name)
+          ? `${value.length} characters`
+          : JSON.stringify(name === "MONGODB_URI" ? value?.replace(/\/\/[^@/]*@/, "//***@") : value);
         return `${name}: ${issue.message} (got ${given})`;
       }),
     );
