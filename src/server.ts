@@ -16,6 +16,7 @@ import { createIdempotencyStore } from "./messages/idempotency.js";
 import { createMessageStore } from "./messages/message-store.js";
 import { createReportStore } from "./messages/report-store.js";
 import { createSimulatorMediaStore } from "./network/simulator-media.js";
+import { createSimulatorReportStore } from "./network/simulator-report-store.js";
 import { createSenderStore } from "./senders/sender-store.js";
 import { createTemplateStore } from "./templates/template-store.js";
 import { createDeliveryStore } from "./webhooks/delivery-store.js";
@@ -119,6 +120,7 @@ function createCapabilityStores(db: Db, clock: Clock, config: Config): Capabilit
     flowResponses: createFlowResponseStore(db),
     flowFiles: createFlowFileStore(db),
     simulatorMedia: createSimulatorMediaStore(db, clock),
+    simulatorReports: createSimulatorReportStore(db),
     webhookEndpoints: createEndpointStore(db, clock, requireWebhookSecretKey(config.webhookSecretKey)),
     webhookDeliveries: createDeliveryStore(db),
     webhookThrottle: createRateLimiter(db, clock, THROTTLE_WINDOW_MS),

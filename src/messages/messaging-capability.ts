@@ -43,7 +43,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
   const { senders, templates, messages, idempotency, reports } = platform.stores;
   const owner = newId();
   const inbound = createInbound({ reports, messages, senders, credits, events, clock, logger, claimTimeoutMs: config.recoveryAgeMs, owner, claimIntervalMs: config.queueClaimIntervalMs });
-  const { network, simulator } = createNetwork(platform, (report) => inbound.handle(report));
+  const { network, simulator } = createNetwork(platform, (report) => inbound.handle(report), owner);
   const dispatcher = createDispatcher({
     messages,
     network,
@@ -99,19 +99,23 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     schedules: [{ job: MESSAGES_SWEEP_JOB, everyMs: config.messagesSweepIntervalMs }],
     async ensureIndexes() {
       for (const store of [messages, idempotency, inbound]) await store.ensureIndexes();
+      if (simulator) await platform.stores.simulatorReports.ensureIndexes();
     },
     async start() {
       if (!isWorker) return;
       await sweep().catch((err: unknown) => logger.error({ err }, "messages sweep at start failed"));
       platform.queueClaims.add(() => dispatcher.drain());
       platform.queueClaims.add(() => inbound.drain());
+      if (simulator) platform.queueClaims.add(() => simulator.drain());
       dispatcher.start();
       inbound.start();
+      simulator?.start();
     },
     async stop() {
       await dispatcher.stop();
-      await inbound.close();
+      // The simulator's reports being made go through the inbound path: they finish before it closes.
       await network.stop?.();
+      await inbound.close();
     },
   };
   return [
