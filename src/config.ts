@@ -260,6 +260,13 @@ const variables = z.object({
   WEBHOOK_LEASE_MS: integer(60_000, 200, 3_600_000, "milliseconds"),
   /** How often each worker's claim job (Agenda) looks for due webhook deliveries, in ms. */
   WEBHOOK_CLAIM_INTERVAL_MS: integer(1000, 10, 60_000, "milliseconds"),
+  /**
+   * The longest a send in progress holds its Idempotency-Key, in ms: a retry
+   * meanwhile is a conflict. The hold is a lease of the accepting process,
+   * renewed while the request runs: after that process died, a retry takes
+   * the key over within 5 s (or this, if shorter).
+   */
+  IDEMPOTENCY_HOLD_MS: integer(60_000, 100, 3_600_000, "milliseconds"),
   /** Largest file of a form submission that is stored, in bytes. */
   FLOW_FILE_MAX_BYTES: integer(25 * 1024 * 1024, 1, 1024 * 1024 * 1024, "bytes"),
   /** Media types of form files that are stored ("type/subtype" or "type/*"), lower case. */

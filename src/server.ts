@@ -116,7 +116,7 @@ function createCapabilityStores(db: Db, clock: Clock, config: Config): Capabilit
     templates: createTemplateStore(db, clock),
     messages: createMessageStore(db),
     reports: createReportStore(db),
-    idempotency: createIdempotencyStore(db, clock),
+    idempotency: createIdempotencyStore(db, clock, config.idempotencyHoldMs),
     flowResponses: createFlowResponseStore(db),
     flowFiles: createFlowFileStore(db),
     simulatorMedia: createSimulatorMediaStore(db, clock),

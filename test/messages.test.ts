@@ -10,6 +10,8 @@ import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
 import { clientFor, grpcJsCall, rest } from "./helpers/clients.js";
 import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
 import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
+import { fingerprintOf } from "../src/messages/idempotency.js";
+import { newId } from "../src/shared/ids.js";
 
 let t: TestService;
 let workspaceId: string;
@@ -371,6 +373,37 @@ describe("Idempotency-Key", () => {
     const otherKey = await t.createKey(workspaceId, { scopes: ["messages:send"] });
     const fresh = await send("4915123453003", undefined, { "idempotency-key": "order-2" }, otherKey.secret);
     expect(fresh.status).toBe(200);
+  });
+});
+
+describe("Idempotency-Key after a crash", () => {
+  it("is held by the accepting process's lease: a conflict while it runs, taken over with its message id once the lease lapsed", async () => {
+    // What a process killed mid-send leaves: the key held by its lease, its message never stored.
+    const variables = { name: "Ada", code: "123456" };
+    const to = "4915123453010";
+    const messageId = newId("msg");
+    const now = new Date();
+    await t.service.db.collection("idempotency_keys").insertOne({
+      _id: `${key.id}:order-crashed` as never,
+      fingerprint: fingerprintOf({ to, sender: senderId, template: { id: templateId, variables, flow_token: "" } }),
+      message_id: messageId,
+      created_at: now,
+      lease_owner: "dead-process:request",
+      leased_until: new Date(now.getTime() + 1500),
+      expires_at: new Date(now.getTime() + 86_400_000),
+    });
+    const during = await send(to, variables, { "idempotency-key": "order-crashed" });
+    expect(during.status).toBe(409);
+    expect(during.json.error.message).toBe("A request with this Idempotency-Key is still in progress; retry shortly");
+    // The lease lapses (1.5 s here; at most 5 s after a crash, IDEMPOTENCY_HOLD_MS at most): the retry creates that message.
+    const retried = await eventually(async () => {
+      const res = await send(to, variables, { "idempotency-key": "order-crashed" });
+      return res.status === 200 ? res : undefined;
+    }, 20_000, 300);
+    expect(retried.json.message_id).toBe(messageId);
+    const replay = await send(to, variables, { "idempotency-key": "order-crashed" });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.json.message_id).toBe(messageId);
   });
 });
 

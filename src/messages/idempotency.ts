@@ -1,4 +1,4 @@
-import { hash } from "node:crypto";
+import { hash, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { Clock } from "../shared/clock.js";
 import { apiError, isDuplicateKeyError } from "../shared/errors.js";
@@ -6,8 +6,13 @@ import { apiError, isDuplicateKeyError } from "../shared/errors.js";
 /** How long an Idempotency-Key is remembered, in ms (24 hours, as Stripe does). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
-/** How long a request may hold its key before a retry may take it over, in ms. */
-const IN_PROGRESS_TIMEOUT_MS = 60_000;
+/**
+ * The term of the lease by which a request in progress holds its key, in ms
+ * (at most IDEMPOTENCY_HOLD_MS): renewed every third of it while the request
+ * runs, so a retry finds the key free at most this long after the accepting
+ * process died.
+ */
+export const IDEMPOTENCY_LEASE_TERM_MS = 5000;
 
 /** A remembered Idempotency-Key, in `idempotency_keys`. */
 export interface IdempotencyRecord {
@@ -22,14 +27,26 @@ export interface IdempotencyRecord {
    */
   message_id: string;
   created_at: Date;
+  /**
+   * The request in progress that holds the key ("<process>:<request>"), as a
+   * lease: until `leased_until`, renewed while the request runs and never past
+   * `created_at` + IDEMPOTENCY_HOLD_MS. Absent on keys written before leases
+   * (those are held until created_at + IDEMPOTENCY_HOLD_MS).
+   */
+  lease_owner?: string;
+  /** The lease's end: past it (its process died, or it held the key longer than IDEMPOTENCY_HOLD_MS) a retry takes the key over. */
+  leased_until?: Date;
   /** created_at + 24 h: the TTL index deletes the record after it; begin() treats it as free from then on. */
   expires_at: Date;
 }
 
 /** What a send with an Idempotency-Key should do. */
 export type IdempotencyDecision =
-  /** Go on and create message `messageId`; call abandon() if it cannot be created. */
-  | { kind: "proceed"; messageId: string; abandon(): Promise<void> }
+  /**
+   * Go on and create message `messageId` while the key is held (its lease
+   * renewed); call done() once the message is stored, abandon() if it cannot be.
+   */
+  | { kind: "proceed"; messageId: string; done(): void; abandon(): Promise<void> }
   /** Answer with the message already created. */
   | { kind: "replay"; messageId: string };
 
@@ -65,17 +82,46 @@ export interface IdempotencyStore {
   ensureIndexes(): Promise<void>;
 }
 
-/** Creates the idempotency store over `db`. */
-export function createIdempotencyStore(db: Db, clock: Clock): IdempotencyStore {
+/**
+ * Creates the idempotency store over `db`. `holdMs` (IDEMPOTENCY_HOLD_MS) is
+ * the longest a request in progress holds its key: its lease (a term of
+ * IDEMPOTENCY_LEASE_TERM_MS at most, renewed while the request runs) ends
+ * then even if its process lives on (README "Idempotency-Key").
+ */
+export function createIdempotencyStore(db: Db, clock: Clock, holdMs: number): IdempotencyStore {
   const collection = db.collection<IdempotencyRecord>("idempotency_keys");
+  /** Names this process in the keys' leases. */
+  const processId = randomUUID();
+  const term = Math.min(IDEMPOTENCY_LEASE_TERM_MS, holdMs);
 
-  const proceed = (id: string, messageId: string): IdempotencyDecision => ({
-    kind: "proceed",
-    messageId,
-    abandon: async () => {
-      await collection.deleteOne({ _id: id, message_id: messageId });
-    },
+  /** The lease of a request taking the key at `now` (held since `since`): its owner and end. */
+  const lease = (now: Date, since: Date) => ({
+    lease_owner: `${processId}:${randomUUID()}`,
+    leased_until: new Date(Math.min(now.getTime() + term, since.getTime() + holdMs)),
   });
+
+  const proceed = (id: string, messageId: string, owner: string, since: Date): IdempotencyDecision => {
+    // Renewed every third of its term while the request runs, never past the longest hold.
+    const renewal = setInterval(() => {
+      const now = clock.now().getTime();
+      const until = Math.min(now + term, since.getTime() + holdMs);
+      if (until <= now) return clearInterval(renewal);
+      collection.updateOne({ _id: id, lease_owner: owner }, { $set: { leased_until: new Date(until) } }).catch(() => undefined);
+    }, Math.max(1, Math.floor(term / 3)));
+    renewal.unref();
+    return {
+      kind: "proceed",
+      messageId,
+      done: () => clearInterval(renewal),
+      abandon: async () => {
+        clearInterval(renewal);
+        await collection.deleteOne({ _id: id, message_id: messageId });
+      },
+    };
+  };
+
+  /** When the lease of `existing` ends (keys of earlier releases: their longest hold). */
+  const leaseEnd = (existing: IdempotencyRecord) => existing.leased_until ?? new Date(existing.created_at.getTime() + holdMs);
 
   return {
     collection,
@@ -83,9 +129,10 @@ export function createIdempotencyStore(db: Db, clock: Clock): IdempotencyStore {
       const id = `${apiKeyId}:${key}`;
       const now = clock.now();
       for (let attempt = 0; attempt < 3; attempt++) {
+        const held = lease(now, now);
         try {
-          await collection.insertOne({ _id: id, fingerprint, message_id: messageId, created_at: now, expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) });
-          return proceed(id, messageId);
+          await collection.insertOne({ _id: id, fingerprint, message_id: messageId, created_at: now, ...held, expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) });
+          return proceed(id, messageId, held.lease_owner, now);
         } catch (err) {
           if (!isDuplicateKeyError(err)) throw err;
         }
@@ -101,15 +148,16 @@ export function createIdempotencyStore(db: Db, clock: Clock): IdempotencyStore {
           throw apiError("conflict", "This Idempotency-Key was already used with a different request body", { idempotency_key: key });
         }
         if (await messageExists(existing.message_id)) return { kind: "replay", messageId: existing.message_id };
-        if (age < IN_PROGRESS_TIMEOUT_MS) {
+        if (leaseEnd(existing) > now) {
           throw apiError("conflict", "A request with this Idempotency-Key is still in progress; retry shortly", { idempotency_key: key });
         }
-        // The first request stopped before storing its message: take the key over, keeping its message id.
+        // The holder's lease ended (its process died, or it held the key past IDEMPOTENCY_HOLD_MS) before its message
+        // was stored: take the key over, keeping its message id.
         const taken = await collection.findOneAndUpdate(
-          { _id: id, created_at: existing.created_at },
-          { $set: { created_at: now, expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } },
+          { _id: id, created_at: existing.created_at, lease_owner: existing.lease_owner ?? { $exists: false } } as never,
+          { $set: { created_at: now, ...held, expires_at: new Date(now.getTime() + IDEMPOTENCY_TTL_MS) } },
         );
-        if (taken) return proceed(id, existing.message_id);
+        if (taken) return proceed(id, existing.message_id, held.lease_owner, now);
       }
       throw apiError("conflict", "A request with this Idempotency-Key is still in progress; retry shortly", { idempotency_key: key });
     },

@@ -183,6 +183,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         }
         // Batched with other sends; not awaited: a crash before it is written is completed by the sweep.
         reservation.settle().catch((err: unknown) => deps.logger.warn({ err, messageId }, "ledger entry not written yet; the sweep completes it"));
+        if (decision?.kind === "proceed") decision.done();
         deps.dispatcher.dispatch(record, lease);
         deps.metrics.messagesAccepted.inc();
         return { message: messageToProto(record) };
