@@ -213,13 +213,22 @@ export function createMessageStore(db: Db): MessageStore {
     findFormMessages: (workspaceId, to, flowToken) =>
       collection.find({ workspace_id: workspaceId, direction: "outbound", flow_token: flowToken, to }).sort({ created_at: -1 }).limit(50).toArray(),
     async countForStats(workspaceId, statuses, since) {
-      const outbound = { workspace_id: workspaceId, direction: "outbound" as const };
-      const [byStatus, outboundSince, inboundSince] = await Promise.all([
-        Promise.all(statuses.map((status) => collection.countDocuments({ ...outbound, status }))),
-        collection.countDocuments({ ...outbound, created_at: { $gte: since } }),
-        collection.countDocuments({ workspace_id: workspaceId, direction: "inbound", created_at: { $gte: since } }),
-      ]);
-      return { byStatus, outboundSince, inboundSince };
+      // One aggregate, one pass over the workspace's messages by the {workspace_id, direction, created_at} index, whose
+      // keys never change: each message is counted once, in the status it had when read, and the totals agree (seven
+      // counts, one after the other, once counted a message that moved on between two of them twice).
+      const groups = await collection
+        .aggregate<{ _id: { direction: string; status: string; recent: boolean }; n: number }>([
+          { $match: { workspace_id: workspaceId, direction: { $in: ["outbound", "inbound"] } } },
+          { $group: { _id: { direction: "$direction", status: "$status", recent: { $gte: ["$created_at", since] } }, n: { $sum: 1 } } },
+        ])
+        .toArray();
+      const sum = (match: (g: { direction: string; status: string; recent: boolean }) => boolean) =>
+        groups.filter((g) => match(g._id)).reduce((total, g) => total + g.n, 0);
+      return {
+        byStatus: statuses.map((status) => sum((g) => g.direction === "outbound" && g.status === status)),
+        outboundSince: sum((g) => g.direction === "outbound" && g.recent),
+        inboundSince: sum((g) => g.direction === "inbound" && g.recent),
+      };
     },
     async insertInbound(record) {
       try {
