@@ -68,6 +68,16 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     }
   };
   const isWorker = config.role !== "api";
+  // What waits for a worker, read from the database at each scrape (the same in every process): a value that stays
+  // above 0 means no worker keeps up, or none runs (README "Running in production").
+  platform.metrics.gauge("msgsvc_dispatch_backlog", "Messages whose dispatch (a retry, or a lapsed lease) is due and not yet claimed.", () =>
+    messages.countDispatchDue(clock.now()),
+  );
+  if (simulator) {
+    platform.metrics.gauge("msgsvc_simulator_reports_backlog", "Reports of the simulated network due and not yet made.", () =>
+      platform.stores.simulatorReports.countDue(clock.now()),
+    );
+  }
 
   const messagesCapability: Capability = {
     name: "messages",

@@ -40,8 +40,8 @@ export interface SimulatorReportStore {
   queue(options: Omit<LeasedQueueOptions<ScheduledReport, undefined>, "collection">): LeasedQueue<ScheduledReport>;
   /** A report was made while `lease` held it: it is deleted (nothing happens when the lease was taken over). */
   done(id: string, lease: string): Promise<void>;
-  /** Reports not made yet (for tests and the metrics of a backlog). */
-  countWaiting(): Promise<number>;
+  /** Reports due at `now` and not made yet, waiting for a worker's claim: read by the queue's index. */
+  countDue(now: Date): Promise<number>;
   ensureIndexes(): Promise<void>;
 }
 
@@ -77,7 +77,7 @@ export function createSimulatorReportStore(db: Db): SimulatorReportStore {
     },
     queue: (options) => new LeasedQueue({ ...options, collection: reports }),
     done: (id, lease) => deletes.add({ id, lease }),
-    countWaiting: () => reports.countDocuments({}),
+    countDue: (now) => reports.countDocuments({ due_at: { $lte: now }, lease_owner: null }),
     async ensureIndexes() {
       await reports.createIndex({ due_at: 1 }, { name: "queue_due_at", sparse: true });
     },
