@@ -189,7 +189,8 @@ const variables = z.object({
   DISPATCH_CLAIM_TIMEOUT_MS: integer(60_000, 100, 3_600_000, "milliseconds"),
   /**
    * How often each worker claims the queued work of messages and forms that waits (a retry of dispatch, a report
-   * whose message was not known yet, a form's files to fetch, whatever a stopped process left), in ms. A worker
+   * whose message was not known yet, a report the simulated network will make, a form's files to fetch, whatever a
+   * stopped process left), in ms. A worker
    * also wakes at the instant a record falls due: for its own retries, and, after each claim, for the first record
    * due within two intervals, so this bounds only how late a lapsed lease is taken over.
    */

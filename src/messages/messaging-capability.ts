@@ -27,8 +27,9 @@ export const MESSAGES_SWEEP_JOB = "messages.sweep";
  * the messages capability built on their stores: POST/GET /v1/messages with
  * idempotency, durable dispatch to the network chosen by NETWORK, the
  * network's callbacks, reconciliation of reports and the message.* events,
- * and the simulator's console service. Two queues (src/jobs/leased-queue.ts)
- * hold what waits: messages under dispatch and reports not applied yet; each
+ * and the simulator's console service. Three queues (src/jobs/leased-queue.ts)
+ * hold what waits: messages under dispatch, reports not applied yet and the
+ * reports the simulated network will make (src/network/simulator.ts); each
  * worker claims them (the process's queue claims, every
  * QUEUE_CLAIM_INTERVAL_MS, and wake-ups), which also takes over what a
  * stopped process left. The recovery sweep (MESSAGES_SWEEP_INTERVAL_MS, and
