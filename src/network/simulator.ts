@@ -103,6 +103,8 @@ export function createSimulator(options: SimulatorOptions, sink: ReportSink): Si
   const random = options.random ?? Math.random;
   const accepted = new LRUCache<string, string>({ max: 100_000 });
   const attempts = new LRUCache<string, number>({ max: 100_000 });
+  /** The report of each message being made in this process: the next one of the same message waits for it. */
+  const making = new Map<string, Promise<void>>();
   const queue = options.reports.queue({
     name: "simulator_reports",
     owner: options.owner,
@@ -111,11 +113,22 @@ export function createSimulator(options: SimulatorOptions, sink: ReportSink): Si
     leaseMs: options.leaseMs,
     maxInFlight: 256,
     intervalMs: options.claimIntervalMs,
-    async run({ record, lease }) {
-      const report = statusReportOf(record);
-      // A sink that fails throws: the lease lapses and the report is made again (the inbound path ignores repeats).
-      for (let i = 0; i < record.times; i++) await sink(report);
-      await options.reports.done(record._id, lease);
+    run({ record, lease }) {
+      // The reports of one message are made in the order they fell due (a round that claims several of them, as a
+      // late claim does, begins them in due order): the network reports a message's statuses one after the other.
+      const previous = making.get(record.message_id) ?? Promise.resolve();
+      const made = previous.then(async () => {
+        const report = statusReportOf(record);
+        // A sink that fails throws: the lease lapses and the report is made again (the inbound path ignores repeats).
+        for (let i = 0; i < record.times; i++) await sink(report);
+        await options.reports.done(record._id, lease);
+      });
+      const settled = made.catch(() => undefined);
+      making.set(record.message_id, settled);
+      void settled.then(() => {
+        if (making.get(record.message_id) === settled) making.delete(record.message_id);
+      });
+      return made;
     },
   });
 
