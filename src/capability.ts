@@ -5,6 +5,7 @@ import type { IdempotencyStore } from "./messages/idempotency.js";
 import type { MessageStore } from "./messages/message-store.js";
 import type { ReportStore } from "./messages/report-store.js";
 import type { SimulatorMediaStore } from "./network/simulator-media.js";
+import type { SimulatorReportStore } from "./network/simulator-report-store.js";
 import type { SenderStore } from "./senders/sender-store.js";
 import type { TemplateStore } from "./templates/template-store.js";
 import type { QueueClaims } from "./jobs/queue-claims.js";
@@ -43,6 +44,8 @@ export interface CapabilityStores {
   readonly flowFiles: FlowFileStore;
   /** The simulated network's media (used with NETWORK=simulator). */
   readonly simulatorMedia: SimulatorMediaStore;
+  /** The simulated network's reports to make (used with NETWORK=simulator). */
+  readonly simulatorReports: SimulatorReportStore;
   readonly webhookEndpoints: EndpointStore;
   readonly webhookDeliveries: DeliveryStore;
   /** The rate windows of the webhook endpoints' rate limits (a window of a second). */

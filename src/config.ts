@@ -209,7 +209,8 @@ const variables = z.object({
   DISPATCH_CLAIM_TIMEOUT_MS: integer(60_000, 100, 3_600_000, "milliseconds"),
   /**
    * How often each worker claims the queued work of messages and forms that waits (a retry of dispatch, a report
-   * whose message was not known yet, a form's files to fetch, whatever a stopped process left), in ms. A worker
+   * whose message was not known yet, a report the simulated network will make, a form's files to fetch, whatever a
+   * stopped process left), in ms. A worker
    * also wakes at the instant a record falls due: for its own retries, and, after each claim, for the first record
    * due within two intervals, so this bounds only how late a lapsed lease is taken over.
    */
@@ -280,6 +281,13 @@ const variables = z.object({
   WEBHOOK_LEASE_MS: integer(60_000, 200, 3_600_000, "milliseconds"),
   /** How often each worker's claim job (Agenda) looks for due webhook deliveries, in ms. */
   WEBHOOK_CLAIM_INTERVAL_MS: integer(1000, 10, 60_000, "milliseconds"),
+  /**
+   * The longest a send in progress holds its Idempotency-Key, in ms: a retry
+   * meanwhile is a conflict. The hold is a lease of the accepting process,
+   * renewed while the request runs: after that process died, a retry takes
+   * the key over within 5 s (or this, if shorter).
+   */
+  IDEMPOTENCY_HOLD_MS: integer(60_000, 100, 3_600_000, "milliseconds"),
   /** Largest file of a form submission that is stored, in bytes. */
   FLOW_FILE_MAX_BYTES: integer(25 * 1024 * 1024, 1, 1024 * 1024 * 1024, "bytes"),
   /** Media types of form files that are stored ("type/subtype" or "type/*"), lower case. */
@@ -338,6 +346,19 @@ function camelKeys<T extends object>(value: T, keys: readonly string[]): CamelKe
  */
 export type Config = z.output<typeof schema>;
 
+/**
+ * The variables that hold secrets: an error names them and their length, never
+ * their value (README "Design" §7).
+ */
+export const SECRET_VARIABLES: ReadonlySet<string> = new Set([
+  "CONSOLE_TOKEN",
+  "CONSOLE_ADMIN_PASSWORD",
+  "WEBHOOK_SECRET_KEY",
+  "WHATSAPP_ACCESS_TOKEN",
+  "WHATSAPP_APP_SECRET",
+  "WHATSAPP_VERIFY_TOKEN",
+]);
+
 /** Raised by loadConfig with one line per bad variable. */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -365,7 +386,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(
       parsed.error.issues.map((issue) => {
         const name = String(issue.path[0]);
-        const given = name === "WEBHOOK_SECRET_KEY" ? `${input[name]?.length} characters` : JSON.stringify(input[name]);
+        const value = input[name];
+        // A secret is never echoed, only its length; a connection string without its credentials.
+        const given = value !== undefined && SECRET_VARIABLES.has(name)
+          ? `${value.length} characters`
+          : JSON.stringify(name === "MONGODB_URI" ? value?.replace(/\/\/[^@/]*@/, "//***@") : value);
         return `${name}: ${issue.message} (got ${given})`;
       }),
     );

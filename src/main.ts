@@ -88,7 +88,10 @@ function banner(
     ...(demoAdmin ? [`  Web console sign-in (kept across restarts):       ${demoAdmin.email} / ${demoAdmin.password}`] : []),
     "",
   ];
-  const cli = `  export CONSOLE_URL=${consoleUrl} CONSOLE_TOKEN=${consoleToken} PATH="$PWD/node_modules/.bin:$PATH"`;
+  // A token the operator set is never printed (README "Design" §7): the line leaves it to the operator's own environment.
+  const cli = tokenNote
+    ? `  export CONSOLE_URL=${consoleUrl} CONSOLE_TOKEN=${consoleToken} PATH="$PWD/node_modules/.bin:$PATH"`
+    : `  export CONSOLE_URL=${consoleUrl} PATH="$PWD/node_modules/.bin:$PATH"   # and CONSOLE_TOKEN as this service was given it`;
   if (!demo) {
     lines.push(tokenNote ? `CONSOLE_TOKEN was not set; ${tokenNote}. For the msgsvc CLI, in this folder:` : "For the msgsvc CLI, in this folder:", cli, "  msgsvc workspaces list", "");
   } else {
@@ -96,7 +99,7 @@ function banner(
       `  curl -s ${api}/v1/messages -H "Authorization: Bearer $API_KEY" -H "Content-Type: application/json" \\\n    -d '${JSON.stringify({ to: "4915112345678", sender: demo.senderId, template: { id: templateId, variables, ...(flow ? { flow } : {}) } })}' | jq`;
     const newest = (name: string) => `  ${name}=$(curl -s "${api}/v1/messages?page_size=1" -H "Authorization: Bearer $API_KEY" | jq -r '.data[0].message_id')`;
     lines.push(
-      `In another shell, in this folder, paste these (the same at every start: DATA_DIR/dev-credentials.json keeps them${tokenNote ? "" : "; CONSOLE_TOKEN is yours"}):`,
+      `In another shell, in this folder, paste these (the same at every start: DATA_DIR/dev-credentials.json keeps them${tokenNote ? "" : "; CONSOLE_TOKEN is yours, not printed"}):`,
       cli,
       `  export API_KEY=${demo.secret} WORKSPACE_ID=${demo.workspaceId} SENDER_ID=${demo.senderId} TEMPLATE_ID=${demo.templateId} FORM_TEMPLATE_ID=${demo.formTemplateId}`,
       "",
@@ -132,8 +135,17 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  // With MONGODB_URI (production) the service makes no credential of its own: the operator gives each one, and
+  // none is printed (README "Running in production").
+  const missing: string[] = [];
   if (config.mongodbUri && !config.webhookSecretKey) {
-    process.stderr.write("Invalid configuration:\n  - WEBHOOK_SECRET_KEY: must be set when MONGODB_URI is set (32 bytes as 64 hex digits or base64; it encrypts the webhook signing secrets)\n");
+    missing.push("WEBHOOK_SECRET_KEY: must be set when MONGODB_URI is set (32 bytes as 64 hex digits or base64; it encrypts the webhook signing secrets)");
+  }
+  if (config.mongodbUri && !config.consoleToken && config.role !== "worker") {
+    missing.push(`CONSOLE_TOKEN: must be set when MONGODB_URI is set and ROLE is "${config.role}" (at least 16 characters; the same in every process)`);
+  }
+  if (missing.length > 0) {
+    process.stderr.write(`Invalid configuration:\n${missing.map((m) => `  - ${m}\n`).join("")}`);
     process.exit(2);
   }
   const logger: Logger = createLogger(config.logLevel);

@@ -18,6 +18,7 @@ import { createOptOutStore } from "./optouts/opt-out-store.js";
 import { OptOutService } from "../gen/messaging/v1/opt_outs_pb.js";
 import { createReportStore } from "./messages/report-store.js";
 import { createSimulatorMediaStore } from "./network/simulator-media.js";
+import { createSimulatorReportStore } from "./network/simulator-report-store.js";
 import { createSenderStore } from "./senders/sender-store.js";
 import { createTemplateStore } from "./templates/template-store.js";
 import { createDeliveryStore } from "./webhooks/delivery-store.js";
@@ -117,10 +118,11 @@ function createCapabilityStores(db: Db, clock: Clock, config: Config): Capabilit
     templates: createTemplateStore(db, clock),
     messages: createMessageStore(db),
     reports: createReportStore(db),
-    idempotency: createIdempotencyStore(db, clock),
+    idempotency: createIdempotencyStore(db, clock, config.idempotencyHoldMs),
     flowResponses: createFlowResponseStore(db),
     flowFiles: createFlowFileStore(db),
     simulatorMedia: createSimulatorMediaStore(db, clock),
+    simulatorReports: createSimulatorReportStore(db),
     webhookEndpoints: createEndpointStore(db, clock, requireWebhookSecretKey(config.webhookSecretKey)),
     webhookDeliveries: createDeliveryStore(db),
     webhookThrottle: createRateLimiter(db, clock, THROTTLE_WINDOW_MS),

@@ -66,20 +66,58 @@ describe("development credentials", () => {
     expect(JSON.parse(await readFile(file, "utf8"))).toEqual({ api_key_secret: first.apiKey, console_token: first.consoleToken, admin_password: first.adminPassword });
   }, 120_000);
 
-  it("are never made with MONGODB_URI", async () => {
+  it("are never made with MONGODB_URI, and the operator's secrets never appear in any output", async () => {
     const other = await mkdtemp(path.join(os.tmpdir(), "dev-credentials-prod-"));
+    const secrets = { CONSOLE_TOKEN: "operator-console-token-5f1c9a7e", CONSOLE_ADMIN_PASSWORD: "operator-admin-pw-83d1" };
     const child = spawn(process.execPath, [SERVICE_ENTRY], {
       cwd: projectRoot,
-      env: { ...process.env, MONGODB_URI: inject("mongoUri"), MONGODB_DATABASE: `test_devcred_${process.pid}`, WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, DATA_DIR: other, PORT: "0", CONSOLE_PORT: "0", LOG_LEVEL: "info" },
-      stdio: ["ignore", "pipe", "inherit"],
+      env: {
+        ...process.env,
+        MONGODB_URI: inject("mongoUri"),
+        MONGODB_DATABASE: `test_devcred_${process.pid}`,
+        WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY,
+        CONSOLE_ADMIN_EMAIL: "ops@example.com",
+        ...secrets,
+        DATA_DIR: other,
+        PORT: "0",
+        CONSOLE_PORT: "0",
+        LOG_LEVEL: "debug",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
+    let err = "";
     child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
     await new Promise<void>((resolve) => child.stdout.on("data", () => out.includes("Messaging service is running") && resolve()));
     child.kill("SIGTERM");
     await once(child, "exit");
     expect(out).not.toContain("API_KEY=");
+    expect(out).toContain("export CONSOLE_URL=http://localhost:");
+    for (const secret of [...Object.values(secrets), TEST_WEBHOOK_SECRET_KEY]) {
+      expect(out).not.toContain(secret);
+      expect(err).not.toContain(secret);
+    }
     await expect(stat(path.join(other, "dev-credentials.json"))).rejects.toThrow();
     await rm(other, { recursive: true, force: true });
   }, 60_000);
+
+  it("with MONGODB_URI, a console port needs CONSOLE_TOKEN: the start is refused naming it, nothing made up", async () => {
+    const child = spawn(process.execPath, [SERVICE_ENTRY], {
+      cwd: projectRoot,
+      env: { ...process.env, MONGODB_URI: inject("mongoUri"), MONGODB_DATABASE: `test_devcred_${process.pid}`, WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, CONSOLE_TOKEN: "", ROLE: "api", PORT: "0", CONSOLE_PORT: "0" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let err = "";
+    child.stderr.on("data", (d) => (err += d));
+    const [code] = (await once(child, "exit")) as [number];
+    expect(code).toBe(2);
+    expect(err).toContain('CONSOLE_TOKEN: must be set when MONGODB_URI is set and ROLE is "api"');
+  }, 60_000);
+
+  it("a bad secret is named with its length, never its value", async () => {
+    const { loadConfig } = await import("../src/config.js");
+    expect(() => loadConfig({ CONSOLE_TOKEN: "short-secret" })).toThrow("CONSOLE_TOKEN: must be at least 16 characters (got 12 characters)");
+    expect(() => loadConfig({ CONSOLE_ADMIN_EMAIL: "a@b.c", CONSOLE_ADMIN_PASSWORD: "tiny" })).toThrow("CONSOLE_ADMIN_PASSWORD: must be at least 12 characters (got 4 characters)");
+  });
 });

@@ -624,7 +624,7 @@ describe("the embedded database", () => {
   });
 
   it("an unreachable MONGODB_URI is a clear error naming it", async () => {
-    const { code, stderr } = await runMain({ MONGODB_URI: "mongodb://127.0.0.1:1/", WEBHOOK_SECRET_KEY: "7e57".repeat(16), PORT: "0", CONSOLE_PORT: "0", LOG_LEVEL: "warn" });
+    const { code, stderr } = await runMain({ MONGODB_URI: "mongodb://127.0.0.1:1/", WEBHOOK_SECRET_KEY: "7e57".repeat(16), CONSOLE_TOKEN: "unreachable-console-token-0123", PORT: "0", CONSOLE_PORT: "0", LOG_LEVEL: "warn" });
     expect(code).not.toBe(0);
     expect(stderr).toMatch(/The service could not start: the database at mongodb:\/\/127\.0\.0\.1:1\/ cannot be reached \(MONGODB_URI\)/);
   }, 30_000);

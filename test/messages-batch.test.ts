@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { MessageService } from "../gen/messaging/v1/messages_pb.js";
@@ -5,6 +6,7 @@ import { OptOutService } from "../gen/messaging/console/v1/opt_outs_pb.js";
 import { RequestLogService } from "../gen/messaging/console/v1/request_log_pb.js";
 import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
 import type { StoredEvent } from "../src/events/event-bus.js";
+import { fingerprintOf } from "../src/messages/idempotency.js";
 import { clientFor, grpcJsCall, rest } from "./helpers/clients.js";
 import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
 import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
@@ -182,6 +184,36 @@ describe("POST /v1/messages:batch", () => {
     // A single send may not reuse a batch's key either.
     const singleReuse = await rest(t.publicUrl, "POST", "/v1/messages", { key: w.key.secret, body: body[0], headers: { "idempotency-key": "campaign-7" } });
     expect(singleReuse.status).toBe(409);
+  });
+
+  it("holds its Idempotency-Key by the accepting process's lease: a conflict while it runs, taken over with its message ids once it lapsed", async () => {
+    const w = await setUp(10);
+    const body = [w.item("4915122270001"), w.item("4915122270002")];
+    // What a process killed mid-batch leaves: the key held by its lease, with the ids its items were to create.
+    const messageIds = [`msg_${randomUUID()}`, `msg_${randomUUID()}`];
+    const canonical = body.map((m) => ({ to: m.to, sender: m.sender, template: { id: m.template.id, variables: m.template.variables, flow_token: "" } }));
+    const now = new Date();
+    await t.service.db.collection("idempotency_keys").insertOne({
+      _id: `${w.key.id}:campaign-crashed` as never,
+      fingerprint: fingerprintOf({ batch: canonical }),
+      message_id: "",
+      batch: { message_ids: messageIds },
+      created_at: now,
+      lease_owner: "dead-process:request",
+      leased_until: new Date(now.getTime() + 1500),
+      expires_at: new Date(now.getTime() + 86_400_000),
+    });
+    const during = await w.batch(body, { "idempotency-key": "campaign-crashed" });
+    expect(during.status).toBe(409);
+    expect(during.json.error.message).toBe("A request with this Idempotency-Key is still in progress; retry shortly");
+    const retried = await eventually(async () => {
+      const res = await w.batch(body, { "idempotency-key": "campaign-crashed" });
+      return res.status === 200 ? res : undefined;
+    }, 20_000, 300);
+    expect(retried.json.results.map((r: any) => r.message?.message_id)).toEqual(messageIds);
+    const replay = await w.batch(body, { "idempotency-key": "campaign-crashed" });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(await w.balance()).toBe(8);
   });
 
   it("writes a batch with one debit, one insert of its messages and one of its ledger entries", async () => {

@@ -7,9 +7,12 @@ import { MessageService, MessageStatus } from "../gen/messaging/v1/messages_pb.j
 import { SimulatorService } from "../gen/messaging/console/v1/simulator_pb.js";
 import { CreditService } from "../gen/messaging/console/v1/credits_pb.js";
 import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
+import { MessageStatsService } from "../gen/messaging/console/v1/message_stats_pb.js";
 import { clientFor, grpcJsCall, rest } from "./helpers/clients.js";
 import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
 import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
+import { fingerprintOf } from "../src/messages/idempotency.js";
+import { newId } from "../src/shared/ids.js";
 
 let t: TestService;
 let workspaceId: string;
@@ -371,6 +374,60 @@ describe("Idempotency-Key", () => {
     const otherKey = await t.createKey(workspaceId, { scopes: ["messages:send"] });
     const fresh = await send("4915123453003", undefined, { "idempotency-key": "order-2" }, otherKey.secret);
     expect(fresh.status).toBe(200);
+  });
+});
+
+describe("the console's message stats", () => {
+  it("count every message once, in one status, while their statuses change", async () => {
+    const ws = await t.createWorkspace("Stats", 100);
+    const wsKey = await t.createKey(ws, { scopes: ["messages:send"] });
+    const wsSender = await createSender(t, ws);
+    const wsTemplate = await createTemplate(t, ws);
+    const sends = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        rest(t.publicUrl, "POST", "/v1/messages", { key: wsKey.secret, body: { to: `49151234${String(6000 + i)}`, sender: wsSender, template: { id: wsTemplate, variables: { name: "Ada", code: "1" } } } }),
+      ),
+    );
+    expect(sends.every((r) => r.status === 200)).toBe(true);
+    // Reports arrive meanwhile (sent, delivered, read within 80 ms of each send): each answer adds up to 30.
+    for (let i = 0; i < 15; i++) {
+      const stats = await t.console(MessageStatsService).getMessageStats({ workspaceId: ws });
+      expect(stats.total).toBe(30);
+      expect(Object.values(stats.byStatus).reduce((a, b) => a + b, 0)).toBe(30);
+      expect(stats.recent).toBe(30);
+    }
+    await eventually(async () => ((await t.console(MessageStatsService).getMessageStats({ workspaceId: ws })).byStatus.read === 30 ? true : undefined));
+  });
+});
+
+describe("Idempotency-Key after a crash", () => {
+  it("is held by the accepting process's lease: a conflict while it runs, taken over with its message id once the lease lapsed", async () => {
+    // What a process killed mid-send leaves: the key held by its lease, its message never stored.
+    const variables = { name: "Ada", code: "123456" };
+    const to = "4915123453010";
+    const messageId = newId("msg");
+    const now = new Date();
+    await t.service.db.collection("idempotency_keys").insertOne({
+      _id: `${key.id}:order-crashed` as never,
+      fingerprint: fingerprintOf({ to, sender: senderId, template: { id: templateId, variables, flow_token: "" } }),
+      message_id: messageId,
+      created_at: now,
+      lease_owner: "dead-process:request",
+      leased_until: new Date(now.getTime() + 1500),
+      expires_at: new Date(now.getTime() + 86_400_000),
+    });
+    const during = await send(to, variables, { "idempotency-key": "order-crashed" });
+    expect(during.status).toBe(409);
+    expect(during.json.error.message).toBe("A request with this Idempotency-Key is still in progress; retry shortly");
+    // The lease lapses (1.5 s here; at most 5 s after a crash, IDEMPOTENCY_HOLD_MS at most): the retry creates that message.
+    const retried = await eventually(async () => {
+      const res = await send(to, variables, { "idempotency-key": "order-crashed" });
+      return res.status === 200 ? res : undefined;
+    }, 20_000, 300);
+    expect(retried.json.message_id).toBe(messageId);
+    const replay = await send(to, variables, { "idempotency-key": "order-crashed" });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.json.message_id).toBe(messageId);
   });
 });
 

@@ -154,6 +154,11 @@ describe("webhook metrics", () => {
       expect(sampleValue(after, "msgsvc_webhook_endpoints_disabled", "msgsvc_webhook_endpoints_disabled")).toBe(disabled0 + 1);
       expect(after.get("msgsvc_webhook_backlog")?.type).toBe("gauge");
       expect(sampleValue(after, "msgsvc_webhook_backlog", "msgsvc_webhook_backlog")).toBeGreaterThanOrEqual(0);
+      // The queues that wait for a worker, read from the database.
+      for (const name of ["msgsvc_dispatch_backlog", "msgsvc_simulator_reports_backlog"]) {
+        expect(after.get(name)?.type, name).toBe("gauge");
+        expect(sampleValue(after, name, name), name).toBeGreaterThanOrEqual(0);
+      }
     } finally {
       await receiver.close();
     }

@@ -4,8 +4,8 @@ import type { Logger } from "../shared/logger.js";
 
 /*
  * The one shape of queued work (README "Design" §11): a message to dispatch,
- * a webhook delivery to attempt, a network report to apply and a form's files
- * to fetch are each a record of their own collection that carries the same
+ * a webhook delivery to attempt, a network report to apply, a report the
+ * simulated network will make and a form's files to fetch are each a record of their own collection that carries the same
  * three lease fields (Queued), in the same index, taken by the same claim
  * rounds and wake-ups (LeasedQueue). A record is its own queue entry: no job
  * document, no second collection.

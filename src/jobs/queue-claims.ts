@@ -1,7 +1,7 @@
 /**
  * The recurring claims of a worker process's queues (README "Design" §11):
  * the capabilities add the drains of their queues (message dispatch, network
- * reports, form files), and the composition root runs them all from one
+ * reports, the simulator's reports, form files), and the composition root runs them all from one
  * recurring Agenda job per worker process (`queues.claim:<process>`, every
  * QUEUE_CLAIM_INTERVAL_MS): one job kind, so Agenda's scan costs one command
  * for all of them. (The webhook deliveries have a claim job of their own,

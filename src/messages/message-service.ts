@@ -281,6 +281,7 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         }
         // Batched with other sends; not awaited: a crash before it is written is completed by the sweep.
         settle(reservation, messageId);
+        if (decision?.kind === "proceed") decision.done();
         deps.dispatcher.dispatch(record, lease);
         deps.metrics.messagesAccepted.inc();
         return { message: messageToProto(record) };

@@ -151,6 +151,8 @@ export interface MessageStore {
   findInbound(networkMessageId: string): Promise<MessageRecord | null>;
   /** The workspace's outbound messages to `to` that carried flow token `flowToken`, newest first, at most 50 (forms' tracing). */
   findFormMessages(workspaceId: string, to: string, flowToken: string): Promise<MessageRecord[]>;
+  /** Messages under dispatch that are due at `now` and wait for a claim (a retry due, or a lease that lapsed): read by the queue's index. */
+  countDispatchDue(now: Date): Promise<number>;
   /** The console's counts of a workspace: outbound by status, outbound created since `since`, inbound received since. */
   countForStats(workspaceId: string, statuses: readonly StoredStatus[], since: Date): Promise<{ byStatus: number[]; outboundSince: number; inboundSince: number }>;
   /** Records an inbound message; one already recorded under its id is left as it is. */
@@ -228,14 +230,24 @@ export function createMessageStore(db: Db): MessageStore {
     findInbound: (networkMessageId) => collection.findOne({ wa_message_id: networkMessageId, direction: "inbound" }),
     findFormMessages: (workspaceId, to, flowToken) =>
       collection.find({ workspace_id: workspaceId, direction: "outbound", flow_token: flowToken, to }).sort({ created_at: -1 }).limit(50).toArray(),
+    countDispatchDue: (now) => collection.countDocuments({ due_at: { $lte: now }, lease_owner: null }),
     async countForStats(workspaceId, statuses, since) {
-      const outbound = { workspace_id: workspaceId, direction: "outbound" as const };
-      const [byStatus, outboundSince, inboundSince] = await Promise.all([
-        Promise.all(statuses.map((status) => collection.countDocuments({ ...outbound, status }))),
-        collection.countDocuments({ ...outbound, created_at: { $gte: since } }),
-        collection.countDocuments({ workspace_id: workspaceId, direction: "inbound", created_at: { $gte: since } }),
-      ]);
-      return { byStatus, outboundSince, inboundSince };
+      // One aggregate, one pass over the workspace's messages by the {workspace_id, direction, created_at} index, whose
+      // keys never change: each message is counted once, in the status it had when read, and the totals agree (seven
+      // counts, one after the other, once counted a message that moved on between two of them twice).
+      const groups = await collection
+        .aggregate<{ _id: { direction: string; status: string; recent: boolean }; n: number }>([
+          { $match: { workspace_id: workspaceId, direction: { $in: ["outbound", "inbound"] } } },
+          { $group: { _id: { direction: "$direction", status: "$status", recent: { $gte: ["$created_at", since] } }, n: { $sum: 1 } } },
+        ])
+        .toArray();
+      const sum = (match: (g: { direction: string; status: string; recent: boolean }) => boolean) =>
+        groups.filter((g) => match(g._id)).reduce((total, g) => total + g.n, 0);
+      return {
+        byStatus: statuses.map((status) => sum((g) => g.direction === "outbound" && g.status === status)),
+        outboundSince: sum((g) => g.direction === "outbound" && g.recent),
+        inboundSince: sum((g) => g.direction === "inbound" && g.recent),
+      };
     },
     async insertInbound(record) {
       try {

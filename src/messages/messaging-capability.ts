@@ -29,8 +29,9 @@ export const MESSAGES_SWEEP_JOB = "messages.sweep";
  * the messages capability built on their stores: POST/GET /v1/messages with
  * idempotency, durable dispatch to the network chosen by NETWORK, the
  * network's callbacks, reconciliation of reports and the message.* events,
- * and the simulator's console service. Two queues (src/jobs/leased-queue.ts)
- * hold what waits: messages under dispatch and reports not applied yet; each
+ * and the simulator's console service. Three queues (src/jobs/leased-queue.ts)
+ * hold what waits: messages under dispatch, reports not applied yet and the
+ * reports the simulated network will make (src/network/simulator.ts); each
  * worker claims them (the process's queue claims, every
  * QUEUE_CLAIM_INTERVAL_MS, and wake-ups), which also takes over what a
  * stopped process left. The recovery sweep (MESSAGES_SWEEP_INTERVAL_MS, and
@@ -67,7 +68,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     claimIntervalMs: config.queueClaimIntervalMs,
     optOuts,
   });
-  const { network, simulator } = createNetwork(platform, (report) => inbound.handle(report));
+  const { network, simulator } = createNetwork(platform, (report) => inbound.handle(report), owner);
   const dispatcher = createDispatcher({
     messages,
     network,
@@ -92,6 +93,16 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     }
   };
   const isWorker = config.role !== "api";
+  // What waits for a worker, read from the database at each scrape (the same in every process): a value that stays
+  // above 0 means no worker keeps up, or none runs (README "Running in production").
+  platform.metrics.gauge("msgsvc_dispatch_backlog", "Messages whose dispatch (a retry, or a lapsed lease) is due and not yet claimed.", () =>
+    messages.countDispatchDue(clock.now()),
+  );
+  if (simulator) {
+    platform.metrics.gauge("msgsvc_simulator_reports_backlog", "Reports of the simulated network due and not yet made.", () =>
+      platform.stores.simulatorReports.countDue(clock.now()),
+    );
+  }
 
   const messagesCapability: Capability = {
     name: "messages",
@@ -124,19 +135,23 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     schedules: [{ job: MESSAGES_SWEEP_JOB, everyMs: config.messagesSweepIntervalMs }],
     async ensureIndexes() {
       for (const store of [messages, idempotency, inbound]) await store.ensureIndexes();
+      if (simulator) await platform.stores.simulatorReports.ensureIndexes();
     },
     async start() {
       if (!isWorker) return;
       await sweep().catch((err: unknown) => logger.error({ err }, "messages sweep at start failed"));
       platform.queueClaims.add(() => dispatcher.drain());
       platform.queueClaims.add(() => inbound.drain());
+      if (simulator) platform.queueClaims.add(() => simulator.drain());
       dispatcher.start();
       inbound.start();
+      simulator?.start();
     },
     async stop() {
       await dispatcher.stop();
-      await inbound.close();
+      // The simulator's reports being made go through the inbound path: they finish before it closes.
       await network.stop?.();
+      await inbound.close();
     },
   };
   return [

@@ -3,8 +3,11 @@ import type { NetworkAdapter, ReportSink } from "./network.js";
 import { createSimulator, type Simulator } from "./simulator.js";
 import { createWhatsAppAdapter } from "./whatsapp/whatsapp-adapter.js";
 
-/** Builds the network adapter NETWORK chooses, handing its reports to `sink`. */
-export function createNetwork(platform: Platform, sink: ReportSink): { network: NetworkAdapter; simulator?: Simulator } {
+/**
+ * Builds the network adapter NETWORK chooses, handing its reports to `sink`;
+ * `owner` names this process in the simulator's leases.
+ */
+export function createNetwork(platform: Platform, sink: ReportSink, owner: string): { network: NetworkAdapter; simulator?: Simulator } {
   const { config, clock, logger, stores } = platform;
   if (config.network === "whatsapp") {
     const network = createWhatsAppAdapter(
@@ -29,6 +32,10 @@ export function createNetwork(platform: Platform, sink: ReportSink): { network: 
       clock,
       logger,
       media: stores.simulatorMedia,
+      reports: stores.simulatorReports,
+      owner,
+      leaseMs: config.recoveryAgeMs,
+      claimIntervalMs: config.queueClaimIntervalMs,
     },
     sink,
   );

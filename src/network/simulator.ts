@@ -3,11 +3,11 @@ import { LRUCache } from "lru-cache";
 import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
 import type { SimulatorMediaStore } from "./simulator-media.js";
+import { statusReportOf, type ScheduledReport, type SimulatorReportStore } from "./simulator-report-store.js";
 import {
   NetworkSendError,
   type InboundContent,
   type NetworkAdapter,
-  type NetworkReport,
   type OutboundTemplateMessage,
   type ReportSink,
   type ReportedStatus,
@@ -29,6 +29,14 @@ export interface SimulatorOptions {
   random?: () => number;
   /** Where simulated phones' uploaded media are kept. */
   media: SimulatorMediaStore;
+  /** Where the reports the network will make wait until they are due (in the database: they outlive any process). */
+  reports: SimulatorReportStore;
+  /** Names this process in the leases of the reports it makes. */
+  owner: string;
+  /** How long a report being made stays with its process, in ms: past it, another makes it (RECOVERY_AGE_MS). */
+  leaseMs: number;
+  /** The claim interval of worker processes, in ms (QUEUE_CLAIM_INTERVAL_MS). */
+  claimIntervalMs: number;
 }
 
 /**
@@ -76,64 +84,98 @@ export interface Simulator extends NetworkAdapter {
   injectFlowResponse(original: { networkMessageId: string; recipient: string; senderPhoneNumber: string }, responseJson: string): Promise<string>;
   /** The simulated network's media store (files uploaded in forms). */
   readonly media: SimulatorMediaStore;
+  /**
+   * Lets this process make the reports that fall due (a worker: ROLE=worker
+   * or all): from now on it claims them on its wake-ups and its drains.
+   */
+  start(): void;
+  /** Makes the reports that are due now (a claim round of the queue; the worker's recurring claim job runs it). */
+  drain(): Promise<void>;
 }
 
 const networkId = () => `wamid.SIM${randomBytes(18).toString("base64url")}`;
 
 /**
- * The in-process messaging network (NETWORK=simulator, the default). It
+ * The simulated messaging network (NETWORK=simulator, the default). It
  * accepts template sends at once (idempotently per message id, as a network
  * with idempotency keys would) and reports, after the configured delays,
  * "sent", "delivered" and "read" (only with read receipts on), some out of
  * order; test numbers fail, lose receipts, meet outages or repeat reports
- * (SIMULATOR_TEST_NUMBERS). Pending reports live in timers of this process:
- * a report lost to a restart is what a real network's lost callback is.
+ * (SIMULATOR_TEST_NUMBERS). The reports it will make are records in the
+ * database (`simulator_reports`, a leased queue) stored before the send is
+ * answered, and any worker process makes them when due: like a real
+ * network's, they outlive the process that sent the message (README "The
+ * network: simulator").
  */
 export function createSimulator(options: SimulatorOptions, sink: ReportSink): Simulator {
   const random = options.random ?? Math.random;
   const accepted = new LRUCache<string, string>({ max: 100_000 });
   const attempts = new LRUCache<string, number>({ max: 100_000 });
-  const timers = new Set<NodeJS.Timeout>();
-  const delivering = new Set<Promise<void>>();
+  /** The report of each message being made in this process: the next one of the same message waits for it. */
+  const making = new Map<string, Promise<void>>();
+  const queue = options.reports.queue({
+    name: "simulator_reports",
+    owner: options.owner,
+    clock: options.clock,
+    logger: options.logger,
+    leaseMs: options.leaseMs,
+    maxInFlight: 256,
+    intervalMs: options.claimIntervalMs,
+    run({ record, lease }) {
+      // The reports of one message are made in the order they fell due (a round that claims several of them, as a
+      // late claim does, begins them in due order): the network reports a message's statuses one after the other.
+      const previous = making.get(record.message_id) ?? Promise.resolve();
+      const made = previous.then(async () => {
+        const report = statusReportOf(record);
+        // A sink that fails throws: the lease lapses and the report is made again (the inbound path ignores repeats).
+        for (let i = 0; i < record.times; i++) await sink(report);
+        await options.reports.done(record._id, lease);
+      });
+      const settled = made.catch(() => undefined);
+      making.set(record.message_id, settled);
+      void settled.then(() => {
+        if (making.get(record.message_id) === settled) making.delete(record.message_id);
+      });
+      return made;
+    },
+  });
 
-  function later(delayMs: number, report: NetworkReport, times = 1): void {
-    const timer = setTimeout(() => {
-      timers.delete(timer);
-      const delivery = (async () => {
-        for (let i = 0; i < times; i++) {
-          await sink(report).catch((err: unknown) => options.logger.error({ err }, "simulator: report not stored"));
-        }
-      })();
-      delivering.add(delivery);
-      void delivery.finally(() => delivering.delete(delivery));
-    }, delayMs);
-    timers.add(timer);
-  }
-
-  function scheduleReports(message: OutboundTemplateMessage, id: string): void {
+  function reportsOf(message: OutboundTemplateMessage, id: string): ScheduledReport[] {
     const acceptedAt = options.clock.now().getTime();
     const suffix = message.to.slice(-4);
     const times = suffix === SIMULATOR_TEST_NUMBERS.duplicates ? 2 : 1;
+    const records: ScheduledReport[] = [];
     const stopped = suffix === SIMULATOR_TEST_NUMBERS.stoppedMarketing && message.templateCategory === "marketing";
     const status = (s: ReportedStatus, delayMs: number, reportAfterMs = delayMs) => {
-      const occurredAt = new Date(acceptedAt + delayMs);
-      const error = s !== "failed" ? undefined : stopped ? STOPPED_MARKETING : { code: 131049, title: "This message was not delivered to maintain healthy ecosystem engagement" };
-      later(reportAfterMs, { kind: "status", networkMessageId: id, messageId: message.messageId, status: s, occurredAt, error }, times);
+      const error = s !== "failed" ? null : stopped ? STOPPED_MARKETING : { code: 131049, title: "This message was not delivered to maintain healthy ecosystem engagement" };
+      records.push({
+        _id: `${id}:${s}`,
+        network_message_id: id,
+        message_id: message.messageId,
+        status: s,
+        occurred_at: new Date(acceptedAt + delayMs),
+        error,
+        times,
+        due_at: new Date(acceptedAt + reportAfterMs),
+        lease_owner: null,
+        leased_at: null,
+      });
     };
     status("sent", options.sentDelayMs);
     if (suffix === SIMULATOR_TEST_NUMBERS.failsAfterSent || stopped) {
       status("failed", options.deliveredDelayMs);
-      return;
+      return records;
     }
     const { deliveredDelayMs: d, readDelayMs: r } = options;
     if (suffix === SIMULATOR_TEST_NUMBERS.readReceiptsOff) {
       status("delivered", d);
-      return;
+      return records;
     }
     const swapped = suffix === SIMULATOR_TEST_NUMBERS.outOfOrder || random() * 100 < options.outOfOrderPercent;
     // Swapped: each report arrives when the other was due, but says when it really happened.
     status("delivered", d, swapped ? r + 1 : d);
     status("read", r, swapped ? d : r);
+    return records;
   }
 
   async function inject(original: { networkMessageId: string; recipient: string; senderPhoneNumber: string }, content: InboundContent): Promise<string> {
@@ -166,8 +208,11 @@ export function createSimulator(options: SimulatorOptions, sink: ReportSink): Si
         if (n <= 2) throw new NetworkSendError({ code: 131016, title: "Service unavailable" }, true);
       }
       const id = networkId();
+      const reports = reportsOf(message, id);
+      // Stored before the send is answered: a process that dies now leaves them to the others.
+      await options.reports.schedule(reports);
       accepted.set(message.messageId, id);
-      scheduleReports(message, id);
+      for (const report of reports) queue.wakeAt(report.due_at as Date);
       return id;
     },
     async injectReply(original, text) {
@@ -178,10 +223,11 @@ export function createSimulator(options: SimulatorOptions, sink: ReportSink): Si
     },
     media: options.media,
     fetchMedia: (media) => options.media.fetch(media.id),
+    start: () => queue.start(),
+    drain: () => queue.drain(),
     async stop() {
-      for (const timer of timers) clearTimeout(timer);
-      timers.clear();
-      await Promise.all(delivering);
+      // Reports being made are finished; those not begun stay queued for another process (or the next start).
+      await queue.stop();
     },
   };
 }
