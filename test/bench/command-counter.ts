@@ -27,9 +27,21 @@ export interface CommandCounter {
 /** Commands of the driver's connection upkeep (handshakes, heartbeats, sessions), not of the work measured. */
 const UPKEEP = /^(hello|isMaster|ismaster|ping|endSessions|buildInfo)\b/;
 
-/** The counts without the driver's upkeep, largest first. */
+/**
+ * Commands on the simulated network's own records (`simulator_reports`, its
+ * media): the stand-in for WhatsApp, whose work is not the service's (on the
+ * real network they do not exist); counted apart (networkCommands).
+ */
+const SIMULATED_NETWORK = /^\w+ simulator_/;
+
+/** The counts without the driver's upkeep and the simulated network's own, largest first. */
 export function workCommands(counts: CommandCounts): [string, number][] {
-  return [...counts].filter(([key]) => !UPKEEP.test(key)).sort((a, b) => b[1] - a[1]);
+  return [...counts].filter(([key]) => !UPKEEP.test(key) && !SIMULATED_NETWORK.test(key)).sort((a, b) => b[1] - a[1]);
+}
+
+/** The simulated network's own commands (see SIMULATED_NETWORK), in all. */
+export function networkCommands(counts: CommandCounts): number {
+  return [...counts].filter(([key]) => SIMULATED_NETWORK.test(key)).reduce((sum, [, n]) => sum + n, 0);
 }
 
 /**
