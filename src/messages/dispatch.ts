@@ -168,6 +168,9 @@ export function createDispatcher(deps: {
     const send = pending.send;
     const attempts = message.dispatch!.attempts;
     let networkId: string;
+    // "sent" is dated when the message was handed to the network: no report the network makes of it can be
+    // dated earlier, however late its answer is read here (README "Dispatch").
+    const handedAt = clock.now();
     try {
       networkId = await network.send({
         messageId: message._id,
@@ -201,7 +204,7 @@ export function createDispatcher(deps: {
     const answeredAt = clock.now();
     metrics.messagesDispatched.inc({ outcome: "sent" });
     metrics.dispatchLag.observe((answeredAt.getTime() - message.created_at.getTime()) / 1000);
-    await inbound.dispatched(message, networkId, answeredAt);
+    await inbound.dispatched(message, networkId, handedAt);
   }
 
   /** Fails a message for good: dispatch done with the error (the lease kept until the status is applied), then the failure applied (refunded), then the lease completed. */

@@ -48,7 +48,8 @@ export interface Inbound {
   onInbound(type: InboundContent["type"], handler: (message: MessageRecord) => Promise<void>): void;
   /**
    * Dispatch's answer from the network: records the network id and applies
-   * "sent" to `message` in one update (and fires message.sent).
+   * "sent" to `message` in one update (and fires message.sent), dated `at`
+   * (when the message was handed to the network).
    */
   dispatched(message: MessageRecord, networkMessageId: string, at: Date): Promise<void>;
   /** Refunds a failed message whose refund is due (idempotent). */
