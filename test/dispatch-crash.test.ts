@@ -41,9 +41,6 @@ describe("a service killed between acceptance and dispatch", () => {
     const env = {
       MONGODB_URI: mongoUri,
       MONGODB_DATABASE: database,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      CONSOLE_PORT: "0",
       CONSOLE_TOKEN,
       LOG_LEVEL: "info",
       NETWORK: "whatsapp",

@@ -75,9 +75,6 @@ function environment(database: string): Record<string, string> {
   return {
     MONGODB_URI: mongoUri,
     MONGODB_DATABASE: database,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    CONSOLE_PORT: "0",
     CONSOLE_TOKEN,
     SIMULATOR_SENT_DELAY_MS: "200",
     SIMULATOR_DELIVERED_DELAY_MS: "1000",

@@ -113,9 +113,6 @@ describe("one budget shared by several server processes", () => {
     const env = {
       MONGODB_URI: inject("mongoUri"),
       MONGODB_DATABASE: t.databaseName,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      CONSOLE_PORT: "0",
       CONSOLE_TOKEN: TEST_CONSOLE_TOKEN,
       ROLE: "api",
     };

@@ -43,9 +43,6 @@ describe("an API process and a worker killed with SIGKILL during sends", () => {
     const env = {
       MONGODB_URI: mongoUri,
       MONGODB_DATABASE: database,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      CONSOLE_PORT: "0",
       CONSOLE_TOKEN,
       NETWORK: "whatsapp",
       WHATSAPP_GRAPH_URL: graph.url,

@@ -38,9 +38,6 @@ afterAll(async () => {
 const env = {
   MONGODB_URI: mongoUri,
   MONGODB_DATABASE: database,
-  PORT: "0",
-  HOST: "127.0.0.1",
-  CONSOLE_PORT: "0",
   CONSOLE_TOKEN,
   SIMULATOR_SENT_DELAY_MS: "5",
   SIMULATOR_DELIVERED_DELAY_MS: "40",

@@ -52,9 +52,6 @@ export async function runBatchBench(options: { mongodbUri: string }): Promise<st
   const service = await startServiceProcess({
     MONGODB_URI: counter.uri,
     MONGODB_DATABASE: database,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    CONSOLE_PORT: "0",
     CONSOLE_TOKEN,
     ROLE: "all",
     SIMULATOR_SENT_DELAY_MS: "0",

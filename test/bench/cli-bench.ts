@@ -34,9 +34,6 @@ export async function runCliBench(options: { mongodbUri: string; runs: number })
   const service = await startServiceProcess({
     MONGODB_URI: options.mongodbUri,
     MONGODB_DATABASE: `bench_cli_${Date.now()}`,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    CONSOLE_PORT: "0",
     CONSOLE_TOKEN,
     ROLE: "all",
   });

@@ -36,9 +36,6 @@ export async function runFilesBench(options: { mongodbUri: string; sizeMiB: numb
   const service = await startServiceProcess({
     MONGODB_URI: options.mongodbUri,
     MONGODB_DATABASE: database,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    CONSOLE_PORT: "0",
     CONSOLE_TOKEN,
     ROLE: "all",
     FLOW_FILE_MAX_BYTES: String(size),

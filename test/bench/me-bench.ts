@@ -41,9 +41,6 @@ export async function runMeBench(options: MeBenchOptions): Promise<string> {
   const service = await startServiceProcess({
     MONGODB_URI: counter.uri,
     MONGODB_DATABASE: `bench_${Date.now()}`,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    CONSOLE_PORT: "0",
     CONSOLE_TOKEN,
     ROLE: "all",
   });

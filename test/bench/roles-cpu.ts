@@ -32,9 +32,6 @@ const database = `bench_roles_${process.pid}`;
 const env = {
   MONGODB_URI: mongodbUri,
   MONGODB_DATABASE: database,
-  PORT: "0",
-  HOST: "127.0.0.1",
-  CONSOLE_PORT: "0",
   CONSOLE_TOKEN,
   WEBHOOK_ALLOW_HTTP_LOOPBACK: "true",
   WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",

@@ -47,13 +47,15 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
 /**
  * Starts the service as `npm start` does (the build's src/main.js; the test
  * run's global setup and the bench build it first) and resolves to it and its
- * public and console ports. With SERVICE_CPU_PROF_DIR set (`npm run bench --
+ * public and console ports: both on loopback and on a free port unless
+ * `env` says otherwise, with the tests' webhook secret key and LOG_LEVEL
+ * info. With SERVICE_CPU_PROF_DIR set (`npm run bench --
  * --cpu-prof DIR`), the service writes a V8 CPU profile there when it stops.
  */
 export async function startServiceProcess(env: Record<string, string>) {
   const { child, value } = await startProcess(
     SERVICE_ENTRY,
-    { LOG_LEVEL: "info", WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, ...env },
+    { LOG_LEVEL: "info", WEBHOOK_SECRET_KEY: TEST_WEBHOOK_SECRET_KEY, PORT: "0", HOST: "127.0.0.1", CONSOLE_PORT: "0", ...env },
     (line) => (line.msg === "service started" ? { publicPort: line.publicPort as number, consolePort: line.consolePort as number } : undefined),
     serviceProfileArgs(),
   );
