@@ -110,6 +110,10 @@ describe("POST /v1/messages:batch", () => {
     expect(badKey.json.error).toMatchObject({ code: "invalid_argument", details: { field: "Idempotency-Key" } });
     const unknownField = await rest(t.publicUrl, "POST", "/v1/messages:batch", { key: w.key.secret, body: { messages: [w.item("4915122221001")], send_at: "2030-01-01T00:00:00Z" } });
     expect(unknownField.json.error).toMatchObject({ code: "invalid_argument", details: { field: "send_at" } });
+    // No scheduled sends yet: an item's send_at is an unknown field, named with its item.
+    const itemSendAt = await w.batch([{ ...w.item("4915122221002"), send_at: "2030-01-01T00:00:00Z" }]);
+    expect(itemSendAt.status).toBe(400);
+    expect(itemSendAt.json.error).toMatchObject({ code: "invalid_argument", details: { field: "messages[0].send_at" } });
     const huge = await w.batch(Array.from({ length: 1000 }, (_, i) => w.item(`49151222${String(i).padStart(5, "0")}`, { name: "x".repeat(1000), code: "1" })));
     expect(huge.status).toBe(413);
     expect(huge.json.error.code).toBe("payload_too_large");
