@@ -400,6 +400,35 @@ describe("the console's message stats", () => {
   });
 });
 
+describe("a refund left pending by a crash after the message recorded it", () => {
+  it("is cleared by the sweep without paying it again, its ledger entry written once", async () => {
+    const swept = await createTestService({ config: { ...FAST_MESSAGING, logLevel: "error", messagesSweepIntervalMs: 300, recoveryAgeMs: 1000 } });
+    try {
+      const ws = await swept.createWorkspace("Refund crash", 5);
+      const key = await swept.createKey(ws, { scopes: ["messages:send"] });
+      const sender = await createSender(swept, ws);
+      const template = await createTemplate(swept, ws);
+      // 9990: the network refuses the send, the message fails and is refunded.
+      const sent = await rest(swept.publicUrl, "POST", "/v1/messages", { key: key.secret, body: { to: "4915123459990", sender, template: { id: template, variables: { name: "Ada", code: "1" } } } });
+      expect(sent.status).toBe(200);
+      const id = sent.json.message_id as string;
+      const messages = swept.service.db.collection<{ _id: string; refund_state: string }>("messages");
+      await eventually(async () => ((await messages.findOne({ _id: id, refund_state: "done" })) ? true : undefined));
+      const workspaces = swept.service.db.collection<{ _id: string; credit_balance: number; credit_ops?: Record<string, unknown> }>("workspaces");
+      await eventually(async () => (Object.keys((await workspaces.findOne({ _id: ws }))?.credit_ops ?? {}).length === 0 ? true : undefined));
+      const balance = (await workspaces.findOne({ _id: ws }))!.credit_balance;
+      expect(balance).toBe(5);
+      // What a process killed between recording the refund on the message and clearing its mark leaves behind.
+      await workspaces.updateOne({ _id: ws }, { $set: { [`credit_ops.refund:${id}`]: { kind: "refund", amount: 1, message_id: id, note: null, at: new Date(Date.now() - 60_000) } } });
+      await eventually(async () => (Object.keys((await workspaces.findOne({ _id: ws }))?.credit_ops ?? {}).length === 0 ? true : undefined), 15_000);
+      expect((await workspaces.findOne({ _id: ws }))!.credit_balance).toBe(balance);
+      expect(await swept.service.db.collection("credit_ledger").countDocuments({ _id: `refund:${id}` as never })).toBe(1);
+    } finally {
+      await swept.close();
+    }
+  });
+});
+
 describe("Idempotency-Key after a crash", () => {
   it("is held by the accepting process's lease: a conflict while it runs, taken over with its message id once the lease lapsed", async () => {
     // What a process killed mid-send leaves: the key held by its lease, its message never stored.

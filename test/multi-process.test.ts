@@ -230,8 +230,9 @@ describe("2 api + 2 worker processes on one database, kill -9 of an api process 
         const ws = await workspaces.findOne({ _id: workspaceId });
         return open === 0 && Object.keys(ws?.credit_ops ?? {}).length === 0 ? true : undefined;
       }, Math.max(1000, settleBy - Date.now()), 250).catch(async (err: Error) => {
-        const open = await messages.find({ workspace_id: workspaceId, status: { $nin: ["read", "failed"] } }).toArray();
-        throw new Error(`${err.message}: not final ${JSON.stringify(open.map((m) => [m._id, m.status]))}`);
+        const open = await messages.find({ workspace_id: workspaceId, $or: [{ status: { $nin: ["read", "failed"] } }, { status: "failed", refund_state: { $ne: "done" } }] }).toArray();
+        const pendingCredits = (await workspaces.findOne({ _id: workspaceId }))?.credit_ops ?? {};
+        throw new Error(`${err.message}: not final ${JSON.stringify(open.map((m) => [m._id, m.status, m.refund_state]))}; credit operations pending ${JSON.stringify(pendingCredits)}`);
       });
       const stored = await messages.find({ workspace_id: workspaceId, direction: "outbound" } as never).toArray();
       // Every answered message stored once, no other message stored.

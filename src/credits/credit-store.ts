@@ -117,10 +117,13 @@ export interface CreditStore {
    * Completes operations pending for longer than `olderThanMs` (a process
    * stopped between balance and ledger): top-ups get their entry; a spend
    * whose message exists (`messageExists`) gets its entry, one whose message
-   * was never stored is given back. Refunds are left to the caller's
-   * recovery, which calls refund again.
+   * was never stored is given back. A refund whose message records it done
+   * (`refundDone`: the process stopped between markDone and the clear) gets
+   * its entry if missing and is cleared; any other refund is left to the
+   * caller's recovery, which calls refund again (clearing it here would let
+   * that call pay it twice).
    */
-  recover(olderThanMs: number, messageExists: (messageId: string) => Promise<boolean>): Promise<number>;
+  recover(olderThanMs: number, messageExists: (messageId: string) => Promise<boolean>, refundDone: (messageId: string) => Promise<boolean>): Promise<number>;
   ensureIndexes(): Promise<void>;
 }
 
@@ -455,13 +458,14 @@ export function createCreditStore(db: Db, clock: Clock): CreditStore {
       return { entry, balance: after.credit_balance };
     },
     list: (workspaceId, page) => listPage(ledger, { workspace_id: workspaceId }, page),
-    async recover(olderThanMs, messageExists) {
+    async recover(olderThanMs, messageExists, refundDone) {
       const cutoff = clock.now().getTime() - olderThanMs;
       let completed = 0;
       const pending = workspaces.find({ credit_ops: { $gt: {} } }, { projection: { credit_ops: 1 } });
       for await (const doc of pending) {
         for (const [opId, op] of Object.entries(doc.credit_ops ?? {})) {
-          if (op.at.getTime() > cutoff || op.kind === "refund") continue;
+          if (op.at.getTime() > cutoff) continue;
+          if (op.kind === "refund" && !(op.message_id && (await refundDone(op.message_id)))) continue;
           if (op.kind === "spend" && op.message_id && !(await messageExists(op.message_id))) {
             await releaseSpend(doc._id, op.message_id);
           } else {

@@ -181,6 +181,8 @@ export interface MessageStore {
   writeFollowUps(entries: readonly [string, FollowUp][]): Promise<void>;
   /** A failed message's refund is done. */
   markRefunded(id: string): Promise<void>;
+  /** Whether message `id` records its refund done (the credit store's recovery clears a refund left pending after it). */
+  isRefunded(id: string): Promise<boolean>;
   /** Messages whose status change's event is not stored yet, changed before `before` (the sweep; at most 1,000). */
   withEventsPending(before: Date): Promise<MessageRecord[]>;
   /** Failed messages whose refund is due, failed before `before` (the sweep; at most 1,000). */
@@ -323,6 +325,7 @@ export function createMessageStore(db: Db): MessageStore {
         { ordered: false },
       );
     },
+    isRefunded: async (id) => (await collection.findOne({ _id: id, refund_state: "done" }, { projection: { _id: 1 } })) !== null,
     async markRefunded(id) {
       await collection.updateOne({ _id: id, refund_state: "due" }, { $set: { refund_state: "done" } });
     },

@@ -86,7 +86,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
   });
   const sweep = async () => {
     const followUps = await inbound.recover(config.recoveryAgeMs);
-    const creditOps = await credits.recover(config.recoveryAgeMs, messages.exists);
+    const creditOps = await credits.recover(config.recoveryAgeMs, messages.exists, messages.isRefunded);
     const idempotencyKeys = await idempotency.prune();
     if (followUps + creditOps + idempotencyKeys > 0) {
       logger.info({ followUps, creditOps, idempotencyKeys }, "messages sweep: recovered work");
@@ -131,7 +131,10 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
       registerService(MessageLogService, createMessageLogService({ messages, credits, events, workspaces: platform.workspaces })),
     ],
     httpRoutes: network.httpRoutes,
-    jobs: [{ name: MESSAGES_SWEEP_JOB, concurrency: 1, run: sweep }],
+    // One sweep across the workers (an Agenda job): a worker killed while it held the run's lock leaves it to another
+    // after two intervals (at least 5 s), not Agenda's default of 10 minutes; two sweeps at once do no harm, since
+    // every step of one is a conditional write (README "Running in production").
+    jobs: [{ name: MESSAGES_SWEEP_JOB, concurrency: 1, run: sweep, lockLifetimeMs: Math.max(2 * config.messagesSweepIntervalMs, 5_000) }],
     schedules: [{ job: MESSAGES_SWEEP_JOB, everyMs: config.messagesSweepIntervalMs }],
     async ensureIndexes() {
       for (const store of [messages, idempotency, inbound]) await store.ensureIndexes();
