@@ -377,6 +377,98 @@ describe("the embedded database", () => {
     }
   });
 
+  it("counts from its indexes (countDocuments, a $group of $sum by one field) exactly as a full read does, while documents change, on both backends", async () => {
+    // Documents whose counted fields take the shapes a count must see or skip: strings, numbers, dates, null,
+    // missing, arrays (a multikey index counts from the documents); sparse and partial indexes. Each count must be
+    // the same with the indexes as after dropping them, and each must count something.
+    const base = 1_700_000_000_000;
+    const docs = Array.from({ length: 400 }, (_, i) => ({
+      _id: `c${String(i).padStart(3, "0")}`,
+      ws: ["w1", "w2"][i % 2],
+      dir: i % 5 === 0 ? "in" : "out",
+      ...(i % 17 === 0 ? {} : { status: i % 23 === 0 ? null : i % 29 === 0 ? 7 : ["accepted", "sent", "delivered", "read", "failed"][i % 5] }),
+      at: i % 31 === 0 ? `t${i}` : new Date(base + (i % 100) * 1000),
+      n: i % 4,
+      tags: i % 3 === 0 ? ["x", "y"] : "x",
+      ...(i % 3 === 1 ? { next: new Date(base + (i % 13) * 1000) } : {}),
+      state: i % 4 === 0 ? "pending" : "done",
+    }));
+    type Thing = (typeof docs)[number] & Record<string, unknown>;
+    const filters: Record<string, unknown>[] = [
+      { ws: "w1", dir: "out" },
+      { ws: "w2", dir: { $eq: "out" }, at: { $gte: new Date(base + 40_000) } },
+      { ws: "w1", dir: "in", at: { $lt: new Date(base + 70_000), $gt: new Date(base + 10_000) } },
+      { ws: "w1", dir: "out", at: { $gte: "t" } },
+      { ws: { $in: ["w1", "w2", "w1"] } },
+      { ws: "w1", dir: "out", status: "read" },
+      { ws: "w2", dir: "out", status: { $in: ["sent", "failed"] } },
+      { ws: "w2", dir: { $ne: "in" } },
+      { ws: "w1", n: 2 },
+      {},
+      { tags: "y" },
+      { next: { $gte: new Date(base + 5_000) } },
+      { state: "pending", at: { $gte: new Date(base) } },
+    ];
+    const w2out = { ws: "w2", dir: "out" };
+    const groupings: [Record<string, unknown>, string | null][] = [
+      [w2out, "$status"],
+      [w2out, "$dir"],
+      [w2out, "$n"],
+      [w2out, "$tags"],
+      [w2out, null],
+      [{ ws: "w1", dir: "out", status: { $in: ["read", "sent", "nothing"] } }, "$status"],
+      [{ ws: "w1", dir: "out", status: { $gt: "delivered" } }, "$status"],
+      [{ ws: "w1", dir: "in", at: { $lte: new Date(base + 50_000) } }, "$ws"],
+    ];
+    const counts = async (things: import("mongodb").Collection<Thing>) => ({
+      each: await Promise.all(filters.map((filter) => things.countDocuments(filter))),
+      grouped: await Promise.all(
+        groupings.map(async ([match, by]) => {
+          const groups = await things.aggregate<{ _id: unknown; n: number; twice: number }>([{ $match: match }, { $group: { _id: by, n: { $sum: 1 }, twice: { $sum: 2 } } }]).toArray();
+          return groups.sort((a, b) => JSON.stringify(a._id).localeCompare(JSON.stringify(b._id)));
+        }),
+      ),
+    });
+    for (const backend of [{ kind: "memory" as const }, { kind: "h2" as const, file: path.join(temp, "counts", "database.mv"), commitIntervalMs: 100 }]) {
+      const db = await startEmbeddedMongo(backend);
+      const client = await new MongoClient(db.uri).connect();
+      try {
+        const things = client.db("app").collection<Thing>("things");
+        await things.insertMany(docs.slice(0, 200));
+        await things.createIndex({ ws: 1, dir: 1, status: 1 });
+        await things.createIndex({ ws: 1, dir: 1, at: -1, _id: -1 });
+        await things.createIndex({ ws: 1, n: 1 });
+        await things.createIndex({ tags: 1 });
+        await things.createIndex({ next: 1 }, { sparse: true });
+        await things.createIndex({ at: 1 }, { name: "pending_by_at", partialFilterExpression: { state: "pending" } });
+        // Counted once before the writes below, which the indexes' counting structures then follow.
+        await counts(things);
+        await things.insertMany(docs.slice(200));
+        await things.updateMany({ ws: "w1", n: 1 }, { $set: { status: "read" } });
+        await things.updateMany({ ws: "w2", n: 3 }, { $unset: { status: "" }, $set: { state: "pending" } });
+        await things.deleteMany({ ws: "w2", n: 1, dir: "in" });
+        // Counted while statuses change: each grouped answer adds up to the same total.
+        const moving = Promise.all(["accepted", "sent", "delivered"].map((status, i, all) => things.updateMany({ ws: "w2", dir: "out", status }, { $set: { status: all[i + 1] ?? "read" } })));
+        const totals = await Promise.all(
+          Array.from({ length: 5 }, async () =>
+            (await things.aggregate<{ n: number }>([{ $match: { ws: "w2", dir: "out" } }, { $group: { _id: "$status", n: { $sum: 1 } } }]).toArray()).reduce((a, g) => a + g.n, 0),
+          ),
+        );
+        await moving;
+        expect(new Set(totals)).toEqual(new Set([await things.countDocuments({ ws: "w2", dir: "out" })]));
+        const indexed = await counts(things);
+        await things.dropIndexes();
+        const scanned = await counts(things);
+        expect(indexed).toEqual(scanned);
+        expect(scanned.each.every((n) => n > 0)).toBe(true);
+        expect(scanned.grouped.every((groups) => groups.length > 0)).toBe(true);
+      } finally {
+        await client.close();
+        await db.stop();
+      }
+    }
+  });
+
   it("applies every update operator as the library's own update does (an update against a findAndModify of the same document), on both backends", async () => {
     // The update command copies only the fields an update names (ChangedFieldsUpdate.java); findAndModify is still
     // the library's whole-document update. Each case runs as an update on one document and as a findAndModify on a

@@ -408,7 +408,8 @@ public final class EmbeddedMongoServer {
                     return new MemoryDatabase(databaseName, getCursorRegistry()) {
                         @Override
                         public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver resolver, Oplog oplog) {
-                            return inBatches(command, query, super.handleCommand(channel, command, query, resolver, oplog), cursorRegistry);
+                            Document counted = IndexCounts.answer(command, query, name -> resolveCollection(name, false), this::getFullCollectionNamespace);
+                            return counted != null ? counted : inBatches(command, query, super.handleCommand(channel, command, query, resolver, oplog), cursorRegistry);
                         }
 
                         @Override
@@ -475,6 +476,10 @@ public final class EmbeddedMongoServer {
                     return new H2Database(databaseName, store, getCursorRegistry()) {
                         @Override
                         public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver resolver, Oplog oplog) {
+                            Document counted = IndexCounts.answer(command, query, name -> resolveCollection(name, false), this::getFullCollectionNamespace);
+                            if (counted != null) {
+                                return counted;
+                            }
                             BsonStore.COPY.set(BsonStore.Copy.forCommand(command));
                             try {
                                 return inBatches(command, query, super.handleCommand(channel, command, query, resolver, oplog), cursorRegistry);

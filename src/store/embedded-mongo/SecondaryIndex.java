@@ -70,6 +70,13 @@ final class SecondaryIndex<P> extends Index<P> {
     private final String[][] filterPaths;
     /** The paths an update must leave alone for the entries to stay as they are: the keys' and the filter's. */
     private final String[][] watched;
+    /**
+     * Set once a document has had an array at one of the keys (MongoDB's "multikey" index): its entries are then not
+     * one per document, so {@link #count} leaves its queries to the documents.
+     */
+    private volatile boolean multikey;
+    /** The entries again, ranked for {@link #count}: made by the first count, then kept with the entries (under the lock). */
+    private Ranks<Entry> ranks;
 
     /**
      * @param partialFilter the index's {@code partialFilterExpression}, or null. As in MongoDB, only the documents it
@@ -213,6 +220,7 @@ final class SecondaryIndex<P> extends Index<P> {
             Object value = valueAt(document, paths[i]);
             if (value == THROUGH_ARRAY) {
                 Collection<?> elements = arrayAtEnd(document, paths[i]);
+                multikey = true;
                 if (arrayAt >= 0 || elements == null || !allScalar(elements)) {
                     return libraryKeysOf(document);
                 }
@@ -239,6 +247,7 @@ final class SecondaryIndex<P> extends Index<P> {
 
     /** The library's keys of the document ({@link Index#getKeyValues}), as arrays. */
     private List<Object[]> libraryKeysOf(Document document) {
+        multikey = true;
         List<Object[]> all = new ArrayList<>();
         for (KeyValue key : getKeyValues(document)) {
             all.add(key.stream().toArray());
@@ -379,9 +388,21 @@ final class SecondaryIndex<P> extends Index<P> {
 
     private void addKeys(Object id, List<Object[]> keys, P position) {
         for (Object[] key : keys) {
-            entries.put(new Entry(key, id, 0), position);
+            putEntry(new Entry(key, id, 0), position);
         }
         positionsById.put(id, position);
+    }
+
+    private void putEntry(Entry entry, P position) {
+        if (entries.put(entry, position) == null && ranks != null) {
+            ranks.add(entry);
+        }
+    }
+
+    private void removeEntry(Entry entry) {
+        if (entries.remove(entry) != null && ranks != null) {
+            ranks.remove(entry);
+        }
     }
 
     @Override
@@ -393,7 +414,7 @@ final class SecondaryIndex<P> extends Index<P> {
         P position = positionsById.remove(id);
         if (position != null) {
             for (Object[] key : keys) {
-                entries.remove(new Entry(key, id, 0));
+                removeEntry(new Entry(key, id, 0));
             }
         }
         return position;
@@ -425,10 +446,10 @@ final class SecondaryIndex<P> extends Index<P> {
         }
         // The document stays at its position: only its entries move.
         for (Object[] key : oldKeys) {
-            entries.remove(new Entry(key, id, 0));
+            removeEntry(new Entry(key, id, 0));
         }
         for (Object[] key : newKeys) {
-            entries.put(new Entry(key, id, 0), position);
+            putEntry(new Entry(key, id, 0), position);
         }
     }
 
@@ -459,9 +480,10 @@ final class SecondaryIndex<P> extends Index<P> {
     }
 
     @Override
-    public void drop() {
+    public synchronized void drop() {
         entries.clear();
         positionsById.clear();
+        ranks = null;
     }
 
     @Override
@@ -522,6 +544,125 @@ final class SecondaryIndex<P> extends Index<P> {
             ranges.add(getKeys().get(i).isAscending() ? range(low, lowSide, high, highSide) : range(high, -highSide, low, -lowSide));
         }
         return new Scan(ranges, false, false).orderedBy(orderBy, keys, getKeys(), prefix.size());
+    }
+
+    /**
+     * The documents that match {@code query}, counted from the entries alone by the value of key {@code groupKey}
+     * (null: one count, under the key null), as MongoDB counts from an index without reading a document (a
+     * {@code COUNT_SCAN}, or a {@code $group} covered by the index); null when the entries cannot give the exact
+     * answer, and the query is left to the documents. They can when:
+     * <ul>
+     * <li>no document has had an array at a key ({@link #multikey}: one entry per document);
+     * <li>each field of the query is an equality on a leading key, then at most one {@code $in} or range on the next
+     * key ({@link #scan}'s shapes), or a condition of the partial filter held as written; a sparse index needs at
+     * least one of them (a document without the keys has no entry);
+     * <li>{@code groupKey}, if any, is one of those equality keys or the key right after them, and its values are
+     * strings, booleans, dates, ObjectIds or missing (numbers and documents come back from the entries normalized,
+     * not as stored).
+     * </ul>
+     * A range is bounded within its values' type at both ends (MongoDB compares within a type), so every entry
+     * between its bounds matches. Counted by {@link #ranks} in O(log n) a range, and for a grouping, a range per
+     * group value; read under the index's lock, so the counts are of one state of the index (a document an update
+     * moves is counted once, where it was or where it is).
+     *
+     * @return the count of each group value that has documents (a missing key's group under null)
+     */
+    synchronized Map<Object, Long> count(Document query, String groupKey) {
+        List<String> keys = keys();
+        int group = groupKey == null ? -1 : keys.indexOf(groupKey);
+        if (multikey || (groupKey != null && group < 0) || !impliedBy(query)) {
+            return null;
+        }
+        List<Object> prefix = new ArrayList<>();
+        int used = 0;
+        for (; used < keys.size() && query.containsKey(keys.get(used)); used++) {
+            Object value = equality(query.get(keys.get(used)));
+            if (value == null) {
+                break;
+            }
+            prefix.add(value);
+        }
+        if (group > prefix.size()) {
+            return null;
+        }
+        // Each range as its first and last bound, in the map's order.
+        List<Entry[]> ranges = new ArrayList<>();
+        Object condition = used < keys.size() ? query.get(keys.get(used)) : null;
+        if (condition == null) {
+            ranges.add(bounds(prefix, BEFORE, prefix, AFTER));
+        } else {
+            List<Object> in = condition instanceof Document d && d.size() == 1 ? values(d.get("$in")) : null;
+            Bounds bounds = in == null && condition instanceof Document d ? bounds(d) : null;
+            if (in != null) {
+                Set<Object> distinct = new java.util.TreeSet<>(SecondaryIndex::compareValues);
+                distinct.addAll(in);
+                for (Object value : distinct) {
+                    List<Object> exact = new ArrayList<>(prefix);
+                    exact.add(value);
+                    ranges.add(bounds(exact, BEFORE, exact, AFTER));
+                }
+            } else if (bounds != null) {
+                List<Object> low = new ArrayList<>(prefix);
+                low.add(bounds.low());
+                List<Object> high = new ArrayList<>(prefix);
+                // Strings have no greatest value: an empty document is the least of the next type.
+                high.add(bounds.high() != null ? bounds.high() : new Document());
+                int lowSide = bounds.lowInclusive() ? BEFORE : AFTER;
+                int highSide = bounds.high() != null && bounds.highInclusive() ? AFTER : BEFORE;
+                ranges.add(getKeys().get(used).isAscending() ? bounds(low, lowSide, high, highSide) : bounds(high, -highSide, low, -lowSide));
+            } else {
+                return null;
+            }
+            used++;
+        }
+        Set<String> answered = new HashSet<>(keys.subList(0, used));
+        answered.addAll(filterConditions.keySet());
+        if (!answered.containsAll(query.keySet()) || (super.isSparse() && used == 0)) {
+            return null;
+        }
+        if (ranks == null) {
+            ranks = new Ranks<>(this::compare);
+            entries.keySet().forEach(ranks::add);
+        }
+        Map<Object, Long> counts = new java.util.HashMap<>();
+        for (Entry[] range : ranges) {
+            if (group < prefix.size()) {
+                long n = ranks.between(range[0], range[1]);
+                if (n > 0 && !counted(counts, group < 0 ? null : prefix.get(group), n)) {
+                    return null;
+                }
+                continue;
+            }
+            // Grouped by the key after the equalities: one range of entries for each of its values.
+            for (Entry from = range[0]; ; ) {
+                Entry next = entries.ceilingKey(from);
+                if (next == null || compare(next, range[1]) > 0) {
+                    break;
+                }
+                List<Object> exact = new ArrayList<>(prefix);
+                exact.add(next.key[group]);
+                Entry[] run = bounds(exact, BEFORE, exact, AFTER);
+                if (!counted(counts, next.key[group], ranks.between(run[0], run[1]))) {
+                    return null;
+                }
+                from = run[1];
+            }
+        }
+        return counts;
+    }
+
+    /** Adds {@code n} to the group {@code value}; false when the value is not one {@link #count} gives back as stored. */
+    private static boolean counted(Map<Object, Long> counts, Object value, long n) {
+        Object stored = value instanceof Missing ? null : value;
+        if (!(stored == null || stored instanceof String || stored instanceof Boolean || stored instanceof Instant || stored instanceof ObjectId)) {
+            return false;
+        }
+        counts.merge(stored, n, Long::sum);
+        return true;
+    }
+
+    private static Entry[] bounds(List<Object> from, int fromSide, List<Object> to, int toSide) {
+        return new Entry[] {new Entry(from.toArray(), null, fromSide), new Entry(to.toArray(), null, toSide)};
     }
 
     private NavigableMap<Entry, P> range(List<Object> from, int fromSide, List<Object> to, int toSide) {
