@@ -23,7 +23,7 @@ import { createSenderStore } from "./senders/sender-store.js";
 import { createTemplateStore } from "./templates/template-store.js";
 import { createDeliveryStore } from "./webhooks/delivery-store.js";
 import { createEndpointStore } from "./webhooks/endpoint-store.js";
-import { THROTTLE_WINDOW_MS } from "./webhooks/throttle.js";
+import { THROTTLE_WINDOW_MS } from "./ratelimit/throttle.js";
 import { requireWebhookSecretKey } from "./webhooks/webhooks-capability.js";
 import type { Config } from "./config.js";
 import { createAuditLog, type AuditLog } from "./console/audit/audit-log.js";

@@ -7,7 +7,7 @@ import type { CountedFailure, EndpointStore } from "./endpoint-store.js";
 import type { AttemptOutcome, WebhookSender } from "./http-sender.js";
 import type { RetrySchedule } from "./schedule.js";
 import { SecretKeyError } from "./signing-secret.js";
-import type { EndpointThrottle } from "./throttle.js";
+import type { Throttle } from "../ratelimit/throttle.js";
 
 /** Most outcomes in one write (two commands: the attempts' insert and the deliveries' bulkWrite). */
 const MAX_OUTCOMES_PER_WRITE = 500;
@@ -86,7 +86,7 @@ export class Attempts {
       cache: EndpointCache;
       sender: WebhookSender;
       schedule: RetrySchedule;
-      throttle: EndpointThrottle;
+      throttle: Throttle;
       clock: Clock;
       logger: Logger;
       leaseMs: number;
@@ -99,7 +99,7 @@ export class Attempts {
    * Takes a leased delivery as far as it goes now: attempts until success,
    * the end of the schedule, or a retry that is not due at once (then it is
    * released with that time). Each attempt to a rate-limited endpoint (test
-   * events aside) waits its turn (EndpointThrottle); one too far off is
+   * events aside) waits its turn (src/ratelimit/throttle.ts); one too far off is
    * released, not counted, due again at its turn. A delivery whose endpoint
    * is disabled is released as `disabled`, one whose endpoint was deleted as
    * `canceled`.
@@ -129,7 +129,7 @@ export class Attempts {
       if (endpoint.rateLimit !== null && delivery.test !== true) {
         // The slot kept when it went back to wait is its first attempt's; a retry gets a new one.
         const kept = number === leased.number ? (delivery.throttle_slot ?? undefined) : undefined;
-        const turn = await this.o.throttle.turn(endpoint.id, endpoint.rateLimit, kept);
+        const turn = await this.o.throttle.turn(`webhook:${endpoint.id}`, endpoint.rateLimit, kept);
         if (!turn.go) {
           await this.postpone(delivery._id, lease, turn);
           return;

@@ -56,7 +56,7 @@ export interface DeliveryRecord extends Queued {
   manual_attempts: number;
   /**
    * The slot of its next attempt under its endpoint's rate limit, kept while
-   * it waits in the database for its turn (EndpointThrottle); absent
+   * it waits in the database for its turn (src/ratelimit/throttle.ts); absent
    * otherwise.
    */
   throttle_slot?: Date | null;

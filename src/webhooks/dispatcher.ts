@@ -14,7 +14,7 @@ import type { WebhookSender } from "./http-sender.js";
 import { RetrySchedule } from "./schedule.js";
 import { SecretKeyError } from "./signing-secret.js";
 import { sampleEventData } from "./test-event.js";
-import { EndpointThrottle } from "./throttle.js";
+import { Throttle } from "../ratelimit/throttle.js";
 import type { RateLimiter } from "../ratelimit/rate-limiter.js";
 
 /**
@@ -105,7 +105,7 @@ export class Dispatcher {
   private readonly attempts: Attempts;
   /** The deliveries as a leased queue; a round's prefetch is its events' envelopes by event id. */
   private readonly claims: LeasedQueue<DeliveryRecord, Map<string, string>>;
-  private readonly throttle: EndpointThrottle;
+  private readonly throttle: Throttle;
   /** Names this process's leases. */
   private readonly owner = newId();
   private stopping = false;
@@ -124,7 +124,7 @@ export class Dispatcher {
     const schedule = new RetrySchedule(o.schedule);
     // An attempt waits its turn at most this long with its lease held: the lease covers the wait and the attempt,
     // and the immediate retry's wait and attempt under the lease renewed (WEBHOOK_LEASE_MS ≥ 2 × the deadline).
-    this.throttle = new EndpointThrottle({ limiter: o.throttleLimiter, clock, holdMs: (leaseMs - 2 * o.timeoutMs) / 2 });
+    this.throttle = new Throttle({ limiter: o.throttleLimiter, clock, holdMs: (leaseMs - 2 * o.timeoutMs) / 2 });
     this.attempts = new Attempts({ store, endpoints, cache: this.cache, sender, schedule, throttle: this.throttle, clock, logger, leaseMs, dueAt: (at) => this.claims.wakeAt(at) });
     this.claims = store.queue({
       name: "webhook deliveries",

@@ -18,7 +18,7 @@ export interface EndpointView {
   secretError: string | undefined;
   /** The secret the last rotation replaced, and until when it verifies; undefined when none (or it does not decrypt). */
   previousSecret: { secret: string; until: Date } | undefined;
-  /** Most automatic attempts per second (EndpointThrottle); null when unlimited. */
+  /** Most automatic attempts per second (src/ratelimit/throttle.ts); null when unlimited. */
   rateLimit: number | null;
 }
 

@@ -1,42 +1,44 @@
 import type { Clock } from "../shared/clock.js";
-import type { RateLimiter } from "../ratelimit/rate-limiter.js";
+import type { RateLimiter } from "./rate-limiter.js";
 
-/** Length of the throttle's windows: an endpoint's rate limit counts attempts per clock second. */
+/** Length of the throttle's windows: a rate limit counts per clock second. */
 export const THROTTLE_WINDOW_MS = 1000;
 
 /**
- * An attempt's turn: go now; or, when its slot is too far off to wait for
- * with the lease held, be claimed again at `at` (a little before `slot`)
+ * A piece of work's turn: go now; or, when its slot is too far off to wait
+ * for with the lease held, be claimed again at `at` (a little before `slot`)
  * and go at `slot`.
  */
 export type Turn = { go: true } | { go: false; slot: Date; at: Date };
 
-/** One endpoint's attempts in this process. */
+/** One subject's work in this process. */
 interface Line {
   /** The latest slot given (ms); the next is one step (1 s / limit) later, or now if that has passed. */
   cursor: number;
-  /** Attempts whose slot came, waiting for the limiter, in order. */
+  /** Work whose slot came, waiting for the limiter, in order. */
   waiting: { go: () => void; fail: (err: unknown) => void }[];
   pumping: boolean;
   limit: number;
 }
 
 /**
- * The per-endpoint rate limits (as Svix's endpoint `rateLimit`): at most
- * `limit` automatic attempts per endpoint and clock second.
+ * Rate limits per subject, shared by every process: at most `limit` pieces
+ * of work per subject and clock second. Used by a webhook endpoint's
+ * `rateLimit` (subject `webhook:<endpoint id>`, as Svix's endpoint
+ * `rateLimit`) and by a sender number's throughput (subject
+ * `sender:<sender id>`, src/messages/pacing.ts).
  *
- * In a process, each attempt to an endpoint gets a slot, one step
- * (1 s / limit) after the previous one: the endpoint's attempts go in the
- * order they asked, spaced at its rate, and none is made or counted while
- * it waits. An attempt whose slot is further off than `holdMs` does not wait
- * with its lease held: it goes back to the database, due a little before its
- * slot (holdMs / 2), and keeps the slot (throttle_slot) for when it is
- * claimed again. At its slot an attempt also takes its place in the shared
- * rate limiter's one-second window (subject `webhook:<endpoint id>`), so
- * that all processes together never exceed the limit; refused, it waits
- * for the next window, in order.
+ * In a process, each piece of work of a subject gets a slot, one step
+ * (1 s / limit) after the previous one: the subject's work goes in the
+ * order it asked, spaced at its rate, and none is made or counted while it
+ * waits. Work whose slot is further off than `holdMs` does not wait with
+ * its lease held: it goes back to the database, due a little before its
+ * slot (holdMs / 2), and keeps the slot for when it is claimed again. At its
+ * slot the work also takes its place in the shared rate limiter's
+ * one-second window of the subject, so that all processes together never
+ * exceed the limit; refused, it waits for the next window, in order.
  */
-export class EndpointThrottle {
+export class Throttle {
   private readonly lines = new Map<string, Line>();
   private stopping = false;
   private stopWaiting!: () => void;
@@ -54,22 +56,22 @@ export class EndpointThrottle {
   ) {}
 
   /**
-   * The turn of an attempt to `endpointId` under `limit` per second:
+   * The turn of a piece of work of `subject` under `limit` per second:
    * resolves when it may go, or at once with its slot and when to claim it
    * again.
    *
-   * Once the process stops (stop), an attempt still waiting resolves at
-   * once to its slot, due now (for another worker).
+   * Once the process stops (stop), work still waiting resolves at once to
+   * its slot, due now (for another worker).
    *
-   * @param slot the slot the attempt kept when it went back to the database, if any.
-   * @throws the limiter's database error (the delivery's lease then ends and it is claimed again).
+   * @param slot the slot the work kept when it went back to the database, if any.
+   * @throws the limiter's database error (the work's lease then ends and it is claimed again).
    */
-  async turn(endpointId: string, limit: number, slot?: Date): Promise<Turn> {
+  async turn(subject: string, limit: number, slot?: Date): Promise<Turn> {
     const now = this.o.clock.now().getTime();
-    let line = this.lines.get(endpointId);
+    let line = this.lines.get(subject);
     if (!line) {
       line = { cursor: 0, waiting: [], pumping: false, limit };
-      this.lines.set(endpointId, line);
+      this.lines.set(subject, line);
     }
     line.limit = limit;
     let at = slot?.getTime();
@@ -85,24 +87,24 @@ export class EndpointThrottle {
     if (this.stopping) return handBack();
     const granted = new Promise<void>((go, fail) => {
       line.waiting.push({ go, fail });
-      if (!line.pumping) void this.pump(endpointId, line);
+      if (!line.pumping) void this.pump(subject, line);
     });
     await Promise.race([granted, this.stopped]);
     return this.stopping ? handBack() : { go: true };
   }
 
-  /** The process stops: attempts waiting for their turn go back to the database at once (see turn). */
+  /** The process stops: work waiting for its turn goes back to the database at once (see turn). */
   stop(): void {
     this.stopping = true;
     this.stopWaiting();
   }
 
-  /** Lets the waiting attempts go, in order, as the limiter grants them; sleeps to the next window when it refuses. */
-  private async pump(endpointId: string, line: Line): Promise<void> {
+  /** Lets the waiting work go, in order, as the limiter grants it; sleeps to the next window when it refuses. */
+  private async pump(subject: string, line: Line): Promise<void> {
     line.pumping = true;
     try {
       while (line.waiting.length > 0) {
-        const decision = await this.o.limiter.consume(`webhook:${endpointId}`, line.limit);
+        const decision = await this.o.limiter.consume(subject, line.limit);
         if (decision.allowed) line.waiting.shift()?.go();
         else await new Promise((resolve) => setTimeout(resolve, decision.resetMs).unref());
       }
@@ -110,7 +112,7 @@ export class EndpointThrottle {
       for (const waiter of line.waiting.splice(0)) waiter.fail(err);
     } finally {
       line.pumping = false;
-      if (line.cursor <= this.o.clock.now().getTime()) this.lines.delete(endpointId);
+      if (line.cursor <= this.o.clock.now().getTime()) this.lines.delete(subject);
     }
   }
 }
