@@ -22,6 +22,7 @@ import type { Clock } from "./shared/clock.js";
 import type { Logger } from "./shared/logger.js";
 import type { ConsoleUserStore } from "./console/users/user-store.js";
 import type { RateLimiter } from "./ratelimit/rate-limiter.js";
+import type { SimulatorLimits } from "./network/simulator-limits.js";
 import type { Metrics } from "./metrics/metrics.js";
 import type { RequestLog } from "./requestlog/request-log.js";
 import type { CreditStore } from "./credits/credit-store.js";
@@ -46,10 +47,12 @@ export interface CapabilityStores {
   readonly simulatorMedia: SimulatorMediaStore;
   /** The simulated network's reports to make (used with NETWORK=simulator). */
   readonly simulatorReports: SimulatorReportStore;
+  /** The simulated network's limits (used with NETWORK=simulator and SIMULATOR_LIMITS). */
+  readonly simulatorLimits: SimulatorLimits;
   readonly webhookEndpoints: EndpointStore;
   readonly webhookDeliveries: DeliveryStore;
-  /** The rate windows of the webhook endpoints' rate limits (a window of a second). */
-  readonly webhookThrottle: RateLimiter;
+  /** The one-second rate windows of the shared throttles (src/ratelimit/throttle.ts): webhook endpoints' rate limits, sender numbers' throughput. */
+  readonly throttleWindows: RateLimiter;
   /** The workspaces' opt-out lists. */
   readonly optOuts: OptOutStore;
 }

@@ -215,6 +215,13 @@ const variables = z.object({
    * due within two intervals, so this bounds only how late a lapsed lease is taken over.
    */
   QUEUE_CLAIM_INTERVAL_MS: integer(5000, 10, 60_000, "milliseconds"),
+  /**
+   * Spacing of the messages from one sender number to one recipient, in ms (README "Pacing"; WhatsApp's pair rate:
+   * about one message every 6 s); 0 turns the pair rate off.
+   */
+  PAIR_RATE_INTERVAL_MS: integer(6000, 0, 3_600_000, "milliseconds"),
+  /** Messages from one number to one recipient that may go at once before the spacing applies (WhatsApp: 45). */
+  PAIR_RATE_BURST: integer(45, 1, 1000, "messages"),
   /** Interval of the messages recovery sweep, in ms. */
   MESSAGES_SWEEP_INTERVAL_MS: integer(30_000, 100, 3_600_000, "milliseconds"),
   /**
@@ -229,6 +236,18 @@ const variables = z.object({
   SIMULATOR_DELIVERED_DELAY_MS: integer(1000, 0, 3_600_000, "milliseconds"),
   /** Simulator: delay from acceptance to "read", in ms. */
   SIMULATOR_READ_DELAY_MS: integer(2000, 0, 3_600_000, "milliseconds"),
+  /**
+   * Simulator: enforce WhatsApp's limits as the Cloud API does (README "The network: simulator"): a number's
+   * throughput (SIMULATOR_THROUGHPUT_MPS; 20 for numbers ending in 0020, 1,000 for numbers ending in 1000), refused
+   * with 130429, and the pair rate (SIMULATOR_PAIR_INTERVAL_MS, burst SIMULATOR_PAIR_BURST), refused with 131056.
+   */
+  SIMULATOR_LIMITS: boolean(true),
+  /** Simulator: messages per second a sender number may send (WhatsApp's default: 80). */
+  SIMULATOR_THROUGHPUT_MPS: integer(80, 1, 100_000, "messages per second"),
+  /** Simulator: spacing the pair of a number and a recipient must keep, in ms (WhatsApp: about 6 s). */
+  SIMULATOR_PAIR_INTERVAL_MS: integer(6000, 1, 3_600_000, "milliseconds"),
+  /** Simulator: messages to one recipient that may go at once before the pair spacing applies (WhatsApp: 45). */
+  SIMULATOR_PAIR_BURST: integer(45, 1, 1000, "messages"),
   /** Simulator: share of messages whose delivered and read reports arrive swapped, in percent. */
   SIMULATOR_OUT_OF_ORDER_PERCENT: integer(10, 0, 100, "percent"),
   /** WhatsApp: Graph API base URL, without version. */

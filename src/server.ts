@@ -46,6 +46,7 @@ import { QueueClaims } from "./jobs/queue-claims.js";
 import { newId } from "./shared/ids.js";
 import { createScheduler, type Scheduler } from "./jobs/scheduler.js";
 import { createRateLimiter } from "./ratelimit/rate-limiter.js";
+import { createSimulatorLimits } from "./network/simulator-limits.js";
 import { createRequestLog, type RequestLog } from "./requestlog/request-log.js";
 import { systemClock, type Clock } from "./shared/clock.js";
 import { createLogger, type Logger } from "./shared/logger.js";
@@ -123,9 +124,10 @@ function createCapabilityStores(db: Db, clock: Clock, config: Config): Capabilit
     flowFiles: createFlowFileStore(db),
     simulatorMedia: createSimulatorMediaStore(db, clock),
     simulatorReports: createSimulatorReportStore(db),
+    simulatorLimits: createSimulatorLimits(db, clock, { throughputMps: config.simulatorThroughputMps, pairIntervalMs: config.simulatorPairIntervalMs, pairBurst: config.simulatorPairBurst }),
     webhookEndpoints: createEndpointStore(db, clock, requireWebhookSecretKey(config.webhookSecretKey)),
     webhookDeliveries: createDeliveryStore(db),
-    webhookThrottle: createRateLimiter(db, clock, THROTTLE_WINDOW_MS),
+    throttleWindows: createRateLimiter(db, clock, THROTTLE_WINDOW_MS),
     optOuts: createOptOutStore(db),
   };
 }

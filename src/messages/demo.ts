@@ -1,4 +1,4 @@
-import type { SenderStore } from "../senders/sender-store.js";
+import { DEFAULT_THROUGHPUT_MPS, type SenderStore } from "../senders/sender-store.js";
 import { parseBody } from "../templates/template-body.js";
 import type { TemplateStore } from "../templates/template-store.js";
 
@@ -20,7 +20,7 @@ export async function ensureDemoSenderAndTemplate(
   const { senders, templates } = stores;
   const sender =
     (await senders.findActiveByPhone(workspaceId, DEMO_SENDER_PHONE)) ??
-    (await senders.create({ workspaceId, phoneNumber: DEMO_SENDER_PHONE, name: "Demo sender", whatsappPhoneNumberId: null }));
+    (await senders.create({ workspaceId, phoneNumber: DEMO_SENDER_PHONE, name: "Demo sender", whatsappPhoneNumberId: null, throughputMps: DEFAULT_THROUGHPUT_MPS }));
   const template =
     (await templates.findActive(workspaceId, DEMO_TEMPLATE.name, DEMO_TEMPLATE.language)) ??
     (await templates.create({

@@ -6,8 +6,12 @@ import { NetworkSendError, type NetworkAdapter, type NetworkErrorInfo } from "..
 import type { Clock } from "../shared/clock.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Logger } from "../shared/logger.js";
+import { Throttle } from "../ratelimit/throttle.js";
+import type { RateLimiter } from "../ratelimit/rate-limiter.js";
+import { throughputOf, type SenderStore } from "../senders/sender-store.js";
 import type { Inbound } from "./inbound.js";
-import type { DispatchState, MessageRecord, MessageStore } from "./message-store.js";
+import type { DispatchState, MessageRecord, MessageStore, Postponed } from "./message-store.js";
+import { Pacer, type PacingOptions } from "./pacing.js";
 
 /** Retry rules of dispatch (DISPATCH_* configuration). */
 export interface DispatchOptions {
@@ -46,6 +50,16 @@ export const DISPATCH_CONCURRENCY = 64;
  * last ones' leases ran out before their turn, and they went round again.
  */
 export const DISPATCH_MAX_IN_FLIGHT = 512;
+
+/**
+ * Longest wait for a message's turn under the network's limits with its lease held, in ms (README "Pacing"): well
+ * within the lease less its margin; a later turn sends the message back to the database until then.
+ */
+export const PACING_HOLD_MS = (DISPATCH_LEASE_MS - DISPATCH_LEASE_MARGIN_MS) / 2;
+
+/** The network's refusals for its rate limits: the message goes again at its turn, the attempt not counted. */
+const THROUGHPUT_REFUSED = 130429;
+const PAIR_RATE_REFUSED = 131056;
 
 /** Wait before attempt `attempt + 1` after `attempt` failed: base·2^(attempt-1), capped. */
 export function backoffMs(options: Pick<DispatchOptions, "retryBaseMs" | "retryMaxMs">, attempt: number): number {
@@ -119,9 +133,17 @@ export function createDispatcher(deps: {
   clock: Clock;
   logger: Logger;
   options: DispatchOptions;
-  metrics: Pick<Metrics, "messagesDispatched" | "dispatchLag">;
+  metrics: Pick<Metrics, "messagesDispatched" | "dispatchLag" | "networkRefusals">;
+  /** The senders (read through their cache) for their throughput. */
+  senders: Pick<SenderStore, "get">;
+  /** Pair rate settings (PAIR_RATE_*). */
+  pacing: Omit<PacingOptions, "holdMs">;
+  /** The shared one-second windows of the senders' throughput. */
+  throttleWindows: RateLimiter;
 }): Dispatcher {
-  const { messages, network, inbound, clock, logger, options, metrics } = deps;
+  const { messages, network, inbound, clock, logger, options, metrics, senders } = deps;
+  const throttle = new Throttle({ limiter: deps.throttleWindows, clock, holdMs: PACING_HOLD_MS });
+  const pacer = new Pacer({ throttle, clock, options: { ...deps.pacing, holdMs: PACING_HOLD_MS } });
   const owner = `dsp_${randomUUID()}`;
   const limit = pLimit(DISPATCH_CONCURRENCY);
   let stopped = false;
@@ -140,12 +162,17 @@ export function createDispatcher(deps: {
     await messages.markCalling(items.map(({ message, lease, now }) => ({ id: message._id, lease, now, until: new Date(now.getTime() + options.claimTimeoutMs) })));
     return items.map(() => undefined);
   }, 200);
+  /** Messages whose turn is later, written together. */
+  const postponed = new GroupCommit<Postponed, void>(async (items) => {
+    await messages.postponeDispatch(items);
+    return items.map(() => undefined);
+  }, 200);
   const leaseLeft = (lease: Date) => lease.getTime() - DISPATCH_LEASE_MARGIN_MS - clock.now().getTime();
 
   /** A message handed over by the queue (held here, or claimed), by its dispatch state. */
   async function take({ record: message, lease, lapsedSince }: Taken<MessageRecord>): Promise<void> {
     const state = message.dispatch?.state;
-    if (state === "pending") return limit(() => attempt(message, lease));
+    if (state === "pending") return paced(message, lease);
     if (!lapsedSince) return;
     if (state === "claimed") {
       logger.warn({ messageId: message._id }, "dispatch interrupted during the network call; failing the message");
@@ -157,7 +184,31 @@ export function createDispatcher(deps: {
     else await messages.completeDispatch(message._id, lease);
   }
 
-  async function attempt(pending: MessageRecord, lease: string): Promise<void> {
+  /**
+   * Waits for the message's turn under its sender's rate and its recipient's pair rate (README "Pacing"), then
+   * attempts it; a turn further off than PACING_HOLD_MS sends it back to the database until then, with its reason.
+   */
+  async function paced(message: MessageRecord, lease: string): Promise<void> {
+    // Again after a refusal for a rate limit (the attempt hands the message back).
+    for (let next: MessageRecord | void = message; next; ) {
+      const current: MessageRecord = next;
+      const sender = current.sender_id ? await senders.get(current.sender_id) : null;
+      if (stopped) return;
+      if (sender) {
+        const slot = current.dispatch?.slot_at ?? undefined;
+        const turn = await pacer.turn({ senderId: sender._id, throughputMps: throughputOf(sender), to: current.to, ...(slot ? { slot } : {}) });
+        if (!turn.go) {
+          await postponed.add({ id: current._id, lease, at: turn.at, reason: turn.reason, estimatedAt: turn.slot, slot: turn.keepSlot ? turn.slot : null });
+          queue.wakeAt(turn.at);
+          return;
+        }
+      }
+      next = await limit(() => attempt(current, lease));
+    }
+  }
+
+  /** One network call of a pending message; resolves to the message when the network refused it for a rate limit (to pace it again). */
+  async function attempt(pending: MessageRecord, lease: string): Promise<MessageRecord | void> {
     if (stopped || !pending.send || !pending.dispatch || !pending.due_at) return;
     const held = pending.due_at;
     if (leaseLeft(held) <= 0) return; // too late to be sure of it: the lease lapses and a claim takes it over
@@ -186,6 +237,10 @@ export function createDispatcher(deps: {
       });
     } catch (err) {
       const refused = err instanceof NetworkSendError ? err : new NetworkSendError({ code: 0, title: String((err as Error)?.message ?? err) }, true);
+      if (refused.info.code !== 0) metrics.networkRefusals.inc({ code: String(refused.info.code) });
+      if (refused.retryable && (refused.info.code === THROUGHPUT_REFUSED || refused.info.code === PAIR_RATE_REFUSED) && message.sender_id) {
+        return refusedForRate(message, lease, refused.info);
+      }
       metrics.messagesDispatched.inc({ outcome: refused.retryable ? "retry" : "refused" });
       if (!refused.retryable) {
         logger.info({ messageId: message._id, error: refused.info }, "network refused the message");
@@ -205,6 +260,24 @@ export function createDispatcher(deps: {
     metrics.messagesDispatched.inc({ outcome: "sent" });
     metrics.dispatchLag.observe((answeredAt.getTime() - message.created_at.getTime()) / 1000);
     await inbound.dispatched(message, networkId, handedAt);
+  }
+
+  /**
+   * The network refused the message for its throughput (130429: the sender's rate is lowered) or the pair rate
+   * (131056: the recipient waits its backoff): pending again, still held here, the attempt not counted, and paced
+   * again at once.
+   */
+  async function refusedForRate(message: MessageRecord, lease: string, error: NetworkErrorInfo): Promise<MessageRecord> {
+    const senderId = message.sender_id as string;
+    const pair = error.code === PAIR_RATE_REFUSED;
+    const pairRefusals = (message.dispatch?.pair_refusals ?? 0) + (pair ? 1 : 0);
+    if (pair) pacer.pairRefused(senderId, message.to, pairRefusals);
+    else pacer.throughputRefused(senderId);
+    const now = clock.now();
+    const until = new Date(now.getTime() + DISPATCH_LEASE_MS);
+    await messages.refusedForRate(message._id, lease, now, until, error, pair);
+    const dispatch = message.dispatch as DispatchState;
+    return { ...message, due_at: until, dispatch: { ...dispatch, state: "pending", claimed_at: null, attempts: dispatch.attempts - 1, last_error: error, slot_at: null, pair_refusals: pairRefusals } };
   }
 
   /** Fails a message for good: dispatch done with the error (the lease kept until the status is applied), then the failure applied (refunded), then the lease completed. */

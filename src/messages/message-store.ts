@@ -1,6 +1,7 @@
 import type { AnyBulkWriteOperation, Db, Filter, UpdateFilter } from "mongodb";
 import { heldBy, LeasedQueue, leaseUpdate, type LeasedQueueOptions, type Queued } from "../jobs/leased-queue.js";
 import type { InboundContent, NetworkErrorInfo, StatusReport } from "../network/network.js";
+import type { QueuedReason } from "./pacing.js";
 import { isDuplicateKeyError } from "../shared/errors.js";
 import { listPage, type Page, type PageRequest } from "../store/pagination.js";
 import { groupInserts, insertEach, type InsertOutcome } from "../store/insert-each.js";
@@ -52,6 +53,26 @@ export interface DispatchState {
   attempts: number;
   claimed_at: Date | null;
   last_error: NetworkErrorInfo | null;
+  /** While it waits for its turn (src/messages/pacing.ts): why, and when it is expected to leave. */
+  queued_reason?: QueuedReason | null;
+  estimated_send_at?: Date | null;
+  /** The sender slot it keeps while it waits in the database for it; null when it keeps none. */
+  slot_at?: Date | null;
+  /** Times the network refused it for the pair rate (131056): its backoff's step. */
+  pair_refusals?: number;
+}
+
+/** A message that waits in the database for its turn under the network's limits (MessageStore.postponeDispatch). */
+export interface Postponed {
+  id: string;
+  lease: string;
+  /** When it is due again (a little before its turn). */
+  at: Date;
+  reason: QueuedReason;
+  /** When it is expected to leave. */
+  estimatedAt: Date;
+  /** The sender slot it keeps, if any. */
+  slot: Date | null;
 }
 /** A message as stored in `messages`: outbound (sent by an API key) or inbound (a reply); queued (Queued) while its dispatch is under way. */
 export interface MessageRecord extends Queued {
@@ -199,6 +220,16 @@ export interface MessageStore {
   markCalling(claims: readonly { id: string; lease: string; now: Date; until: Date }[]): Promise<void>;
   /** A retryable outage: the message is pending again, released, due at `at`. */
   scheduleRetry(id: string, lease: string, at: Date, error: NetworkErrorInfo): Promise<void>;
+  /**
+   * Messages whose turn under the network's limits is later: each pending, released, due at its `at`, with its
+   * reason, expected time and kept slot (README "Pacing"); in one bulkWrite.
+   */
+  postponeDispatch(items: readonly Postponed[]): Promise<void>;
+  /**
+   * The network refused a claimed message for one of its rate limits (130429, 131056): it is pending again and
+   * stays held by `lease` until `until`, its attempt not counted (`pairRefused`: one more pair refusal counted).
+   */
+  refusedForRate(id: string, lease: string, now: Date, until: Date, error: NetworkErrorInfo, pairRefused: boolean): Promise<void>;
   /** A failure for good (refused, out of retries, interrupted): dispatch done with `error`; the lease is kept until the failure is applied. */
   recordDispatchFailure(id: string, lease: string, error: NetworkErrorInfo): Promise<void>;
   /** Dispatch is over (its outcome applied): out of the queue. */
@@ -351,6 +382,32 @@ export function createMessageStore(db: Db): MessageStore {
       await collection.updateOne(
         { _id: id, "dispatch.state": "claimed", ...heldBy(lease) },
         leaseUpdate<MessageRecord>({ kind: "release", dueAt: at }, { $set: { "dispatch.state": "pending", "dispatch.claimed_at": null, "dispatch.last_error": error } }),
+      );
+    },
+    async postponeDispatch(items) {
+      await collection.bulkWrite(
+        items.map(({ id, lease, at, reason, estimatedAt, slot }) => ({
+          updateOne: {
+            filter: { _id: id, ...heldBy(lease) },
+            update: leaseUpdate<MessageRecord>(
+              { kind: "release", dueAt: at },
+              { $set: { "dispatch.state": "pending", "dispatch.claimed_at": null, "dispatch.queued_reason": reason, "dispatch.estimated_send_at": estimatedAt, "dispatch.slot_at": slot } },
+            ),
+          },
+        })),
+        { ordered: false },
+      );
+    },
+    async refusedForRate(id, lease, now, until, error, pairRefused) {
+      await collection.updateOne(
+        { _id: id, "dispatch.state": "claimed", ...heldBy(lease) },
+        leaseUpdate<MessageRecord>(
+          { kind: "renew", now, until },
+          {
+            $set: { "dispatch.state": "pending", "dispatch.claimed_at": null, "dispatch.last_error": error, "dispatch.slot_at": null },
+            $inc: { "dispatch.attempts": -1, ...(pairRefused ? { "dispatch.pair_refusals": 1 } : {}) },
+          },
+        ),
       );
     },
     async recordDispatchFailure(id, lease, error) {

@@ -75,6 +75,9 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     inbound,
     clock,
     logger,
+    senders,
+    pacing: { pairIntervalMs: config.pairRateIntervalMs, pairBurst: config.pairRateBurst },
+    throttleWindows: platform.stores.throttleWindows,
     options: {
       maxAttempts: config.dispatchMaxAttempts,
       retryBaseMs: config.dispatchRetryBaseMs,
@@ -138,7 +141,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     schedules: [{ job: MESSAGES_SWEEP_JOB, everyMs: config.messagesSweepIntervalMs }],
     async ensureIndexes() {
       for (const store of [messages, idempotency, inbound]) await store.ensureIndexes();
-      if (simulator) await platform.stores.simulatorReports.ensureIndexes();
+      if (simulator) for (const store of [platform.stores.simulatorReports, platform.stores.simulatorLimits]) await store.ensureIndexes();
     },
     async start() {
       if (!isWorker) return;

@@ -25,6 +25,8 @@ export interface Metrics {
   readonly messagesAccepted: Counter;
   /** Dispatch outcomes: "sent" (the network took it), "refused" (for good: failed), "retry" (a retryable error). */
   readonly messagesDispatched: Counter<"outcome">;
+  /** The network's refusals of sends, by its error code (130429 throughput, 131056 pair rate, …). */
+  readonly networkRefusals: Counter<"code">;
   /** From a message's acceptance to the network's answer to its dispatch, in seconds. */
   readonly dispatchLag: Histogram;
   /** Webhook delivery attempts by outcome: "succeeded", or the failure's error kind ("http_status", "timeout", …). */
@@ -51,6 +53,7 @@ export function createMetrics(logger: Logger): Metrics {
     messagesAccepted: new Counter({ name: "msgsvc_messages_accepted_total", help: "Messages accepted by SendMessage and BatchSendMessages.", registers }),
     messagesDispatched: new Counter({ name: "msgsvc_messages_dispatched_total", help: "Dispatches to the network by outcome: sent, refused (failed for good), retry.", labelNames: ["outcome"], registers }),
     dispatchLag: new Histogram({ name: "msgsvc_dispatch_lag_seconds", help: "From acceptance to the network's answer to the dispatch.", buckets: LAG_BUCKETS, registers }),
+    networkRefusals: new Counter({ name: "msgsvc_network_refusals_total", help: "Sends the network refused, by its error code (130429 throughput, 131056 pair rate, 131026 undeliverable, …).", labelNames: ["code"], registers }),
     webhookAttempts: new Counter({ name: "msgsvc_webhook_attempts_total", help: "Webhook delivery attempts by outcome: succeeded or the error kind.", labelNames: ["outcome"], registers }),
     databaseCommandDuration: new Histogram({ name: "msgsvc_database_command_duration_seconds", help: "Database commands by name and outcome, with their duration.", labelNames: ["command", "outcome"], buckets: LATENCY_BUCKETS, registers }),
     gauge(name, help, read) {

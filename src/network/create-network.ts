@@ -36,6 +36,7 @@ export function createNetwork(platform: Platform, sink: ReportSink, owner: strin
       owner,
       leaseMs: config.recoveryAgeMs,
       claimIntervalMs: config.queueClaimIntervalMs,
+      limits: config.simulatorLimits ? stores.simulatorLimits : null,
     },
     sink,
   );

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../shared/clock.js";
 import type { Logger } from "../shared/logger.js";
+import type { SimulatorLimits } from "./simulator-limits.js";
 import type { SimulatorMediaStore } from "./simulator-media.js";
 import { statusReportOf, type ScheduledReport, type SimulatorReportStore } from "./simulator-report-store.js";
 import {
@@ -37,6 +38,8 @@ export interface SimulatorOptions {
   leaseMs: number;
   /** The claim interval of worker processes, in ms (QUEUE_CLAIM_INTERVAL_MS). */
   claimIntervalMs: number;
+  /** WhatsApp's throughput and pair rate limits, enforced on every send; null when off (SIMULATOR_LIMITS=false). */
+  limits: SimulatorLimits | null;
 }
 
 /**
@@ -98,7 +101,8 @@ const networkId = () => `wamid.SIM${randomBytes(18).toString("base64url")}`;
 /**
  * The simulated messaging network (NETWORK=simulator, the default). It
  * accepts template sends at once (idempotently per message id, as a network
- * with idempotency keys would) and reports, after the configured delays,
+ * with idempotency keys would), within WhatsApp's limits when they are on
+ * (a number's throughput, 130429; the pair rate, 131056: SimulatorLimits), and reports, after the configured delays,
  * "sent", "delivered" and "read" (only with read receipts on), some out of
  * order; test numbers fail, lose receipts, meet outages or repeat reports
  * (SIMULATOR_TEST_NUMBERS). The reports it will make are records in the
@@ -199,6 +203,8 @@ export function createSimulator(options: SimulatorOptions, sink: ReportSink): Si
       const known = accepted.get(message.messageId);
       if (known) return known;
       const suffix = message.to.slice(-4);
+      const refusal = await options.limits?.admit(message.fromPhoneNumber, message.to);
+      if (refusal) throw new NetworkSendError(refusal, true);
       if (suffix === SIMULATOR_TEST_NUMBERS.rejected) {
         throw new NetworkSendError({ code: 131026, title: "Message undeliverable" }, false);
       }

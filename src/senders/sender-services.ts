@@ -12,7 +12,7 @@ import { requireWorkspace } from "../console/workspace-service.js";
 import { principalOf } from "../gateway/request-state.js";
 import { apiError, notFound } from "../shared/errors.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
-import type { SenderRecord, SenderStore } from "./sender-store.js";
+import { DEFAULT_THROUGHPUT_MPS, throughputOf, type SenderRecord, type SenderStore } from "./sender-store.js";
 
 /** The public form of a sender (messaging.v1.Sender). */
 export function senderToProto(record: SenderRecord): MessageInitShape<typeof SenderSchema> {
@@ -38,6 +38,7 @@ export function consoleSenderToProto(record: SenderRecord): MessageInitShape<typ
     whatsappPhoneNumberId: record.whatsapp_phone_number_id ?? undefined,
     createdAt: timestampFromDate(record.created_at),
     archivedAt: record.archived_at ? timestampFromDate(record.archived_at) : undefined,
+    throughputMps: throughputOf(record),
   };
 }
 
@@ -57,7 +58,8 @@ export function createPublicSenderService(senders: SenderStore): Partial<Service
 /**
  * Handlers of messaging.console.v1.SenderService: create (phone number 8 to
  * 15 digits with country code, unique among the workspace's active senders;
- * name 1 to 200 characters; optional WhatsApp phone number ID of digits),
+ * name 1 to 200 characters; optional WhatsApp phone number ID of digits;
+ * throughput 1 to 1,000 messages per second, 80 unless given),
  * list, archive (idempotent).
  */
 export function createConsoleSenderService(deps: {
@@ -80,6 +82,7 @@ export function createConsoleSenderService(deps: {
         phoneNumber: req.phoneNumber,
         name,
         whatsappPhoneNumberId: req.whatsappPhoneNumberId || null,
+        throughputMps: req.throughputMps || DEFAULT_THROUGHPUT_MPS,
       });
       return { sender: consoleSenderToProto(record) };
     },

@@ -17,13 +17,23 @@ export interface SenderRecord {
   whatsapp_phone_number_id: string | null;
   created_at: Date;
   archived_at: Date | null;
+  /** Messages per second the network takes from the number (README "Pacing"); absent on senders of earlier releases: DEFAULT_THROUGHPUT_MPS. */
+  throughput_mps?: number;
+}
+
+/** WhatsApp's default throughput of a business number, in messages per second. */
+export const DEFAULT_THROUGHPUT_MPS = 80;
+
+/** A sender's throughput in messages per second (its own, or WhatsApp's default). */
+export function throughputOf(sender: Pick<SenderRecord, "throughput_mps">): number {
+  return sender.throughput_mps ?? DEFAULT_THROUGHPUT_MPS;
 }
 
 /** Access to the `senders` collection. */
 export interface SenderStore {
   readonly collection: Collection<SenderRecord>;
   /** Creates an active sender; the caller has validated the input. */
-  create(input: { workspaceId: string; phoneNumber: string; name: string; whatsappPhoneNumberId: string | null }): Promise<SenderRecord>;
+  create(input: { workspaceId: string; phoneNumber: string; name: string; whatsappPhoneNumberId: string | null; throughputMps: number }): Promise<SenderRecord>;
   /** The sender with `id`, or null; cached (see createRecordCache): changes made elsewhere show within a second. */
   get(id: string): Promise<SenderRecord | null>;
   /** An active sender of the workspace with this phone number, or null. */
@@ -56,6 +66,7 @@ export function createSenderStore(db: Db, clock: Clock): SenderStore {
         whatsapp_phone_number_id: input.whatsappPhoneNumberId,
         created_at: clock.now(),
         archived_at: null,
+        throughput_mps: input.throughputMps,
       };
       await collection.insertOne(record);
       return record;

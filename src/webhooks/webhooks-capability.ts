@@ -45,7 +45,7 @@ export function createWebhooksCapability(platform: Platform): Capability {
     claimIntervalMs: config.webhookClaimIntervalMs,
     claims: config.role !== "api",
     // The endpoints' rate limits: one-second windows of the shared counters (subjects webhook:<endpoint>).
-    throttleLimiter: platform.stores.webhookThrottle,
+    throttleLimiter: platform.stores.throttleWindows,
   });
   return {
     name: "webhooks",

@@ -24,6 +24,13 @@ export interface GraphOptions {
 export const RETRYABLE_GRAPH_CODES = new Set([1, 2, 4, 80007, 130429, 131000, 131016, 131056, 133004]);
 
 /**
+ * Codes never retried, whatever the HTTP status says (a spam limit may come as 429): 131026 Message undeliverable,
+ * 131048 Spam rate limit hit, 131049 not delivered to maintain healthy ecosystem engagement, 131050 User stopped
+ * marketing messages. Trying again only makes the number look worse to Meta; the message fails, refunded.
+ */
+export const FINAL_GRAPH_CODES = new Set([131026, 131048, 131049, 131050]);
+
+/**
  * The JSON body of a template send (POST /{version}/{phone_number_id}/messages),
  * as documented at
  * https://developers.facebook.com/docs/whatsapp/cloud-api/guides/send-message-templates:
@@ -65,7 +72,7 @@ function graphError(status: number, body: unknown): NetworkSendError {
   // Messages read "(#131026) Message Undeliverable."; the title is the text after the code.
   const title = typeof error?.error_user_title === "string" ? error.error_user_title : message.replace(/^\(#\d+\)\s*/, "").replace(/\.$/, "");
   const info: NetworkErrorInfo = { code, title };
-  return new NetworkSendError(info, status >= 500 || status === 429 || RETRYABLE_GRAPH_CODES.has(code));
+  return new NetworkSendError(info, !FINAL_GRAPH_CODES.has(code) && (status >= 500 || status === 429 || RETRYABLE_GRAPH_CODES.has(code)));
 }
 
 /**

@@ -1,0 +1,171 @@
+import { LRUCache } from "lru-cache";
+import type { Throttle } from "../ratelimit/throttle.js";
+import type { Clock } from "../shared/clock.js";
+
+/** Why a message waits in its sender's queue (the message's `queued_reason`, README "Pacing"). */
+export type QueuedReason = "sender_rate" | "recipient_pair_rate";
+
+/**
+ * A message's turn: go now; or wait in the database until `at` (a little
+ * before `slot`, the instant it is expected to leave), for `reason`, keeping
+ * the sender's slot when it has one (`keepSlot`).
+ */
+export type PaceTurn = { go: true } | { go: false; at: Date; slot: Date; reason: QueuedReason; keepSlot: boolean };
+
+/** Pacing settings (PAIR_RATE_* configuration). */
+export interface PacingOptions {
+  /** Spacing of the messages from one number to one recipient, in ms (Meta: about 6 s); 0 turns the pair rate off. */
+  pairIntervalMs: number;
+  /** Messages to one recipient that may go at once before the spacing applies (a burst borrows from later). */
+  pairBurst: number;
+  /** Longest wait with a message's lease held, in ms; a longer one goes back to the database. */
+  holdMs: number;
+}
+
+/** Waits after the n-th pair-rate refusal (131056) of one message, in ms: 1, 4, 16, 64, 256 s, as Meta suggests. */
+export const PAIR_REFUSAL_BACKOFF_MS = [1_000, 4_000, 16_000, 64_000, 256_000] as const;
+
+/** Share of the configured rate a sender's rate gains per second without a refusal (additive increase). */
+const INCREASE_PER_SECOND = 0.05;
+/** Factor of a sender's rate after a throughput refusal (multiplicative decrease). */
+const DECREASE = 0.5;
+/** Refusals within this long of a decrease count as the same one, in ms (they were sent at the old rate). */
+const DECREASE_QUIET_MS = 1_000;
+
+/** One sender's adaptive rate in this process. */
+interface SenderRate {
+  /** The sender's configured throughput (throughput_mps). */
+  configured: number;
+  /** The rate used now, in messages per second: configured, lowered by refusals, probing back up. */
+  current: number;
+  /** When `current` last changed, in ms since the epoch. */
+  changedAt: number;
+  /** When it was last lowered, in ms since the epoch. */
+  loweredAt: number;
+}
+
+/**
+ * Paces dispatch against the network's limits (README "Pacing"), in front
+ * of the network call:
+ *
+ * - **Per sender number**: at most the sender's rate per clock second, all
+ *   processes together (the shared Throttle, subject `sender:<id>`). The
+ *   rate starts from the sender's `throughput_mps` and adapts (AIMD): a
+ *   throughput refusal (130429) halves it at once (once per second: the
+ *   refusals of messages sent at the old rate count once), and each second
+ *   without one adds 5% of the configured rate, up to it. So a number the
+ *   network holds lower than configured converges to just under its real
+ *   limit, refused about once per probe. The adaptive rate is each
+ *   process's own (each learns from its own refusals).
+ * - **Per recipient** (the pair of number and user): at most `pairBurst`
+ *   messages at once, then one per `pairIntervalMs` (a generic cell rate
+ *   algorithm: a burst borrows from later). Counted in this process, which
+ *   dispatches most of a pair's messages; a pair refusal (131056) from the
+ *   network (messages of one pair dispatched by several processes) makes
+ *   that recipient wait 1, 4, 16, 64, then 256 s, while other recipients go
+ *   on.
+ *
+ * Waits up to `holdMs` are taken here, with the message's lease held;
+ * longer ones send the message back to the database until its turn.
+ */
+export class Pacer {
+  private readonly rates = new Map<string, SenderRate>();
+  /** Per pair: its theoretical arrival time (ms since the epoch): when the next message would go with no burst left. */
+  private readonly pairs = new LRUCache<string, number>({ max: 200_000 });
+
+  constructor(
+    private readonly o: {
+      throttle: Throttle;
+      clock: Clock;
+      options: PacingOptions;
+    },
+  ) {}
+
+  /**
+   * The turn of a message from sender `senderId` (configured at `throughputMps`) to `to`: resolves when it may be
+   * handed to the network, or at once with when to take it again.
+   *
+   * @param slot the sender slot the message kept when it went back to the database, if any.
+   * @throws the shared limiter's database error (the message's lease then lapses and it is taken again).
+   */
+  async turn(message: { senderId: string; throughputMps: number; to: string; slot?: Date }): Promise<PaceTurn> {
+    const now = this.o.clock.now().getTime();
+    if (message.slot === undefined) {
+      const pairAt = this.pairTurn(message.senderId, message.to, now);
+      if (pairAt - now > this.o.options.holdMs) {
+        return { go: false, at: new Date(pairAt - this.o.options.holdMs / 2), slot: new Date(pairAt), reason: "recipient_pair_rate", keepSlot: false };
+      }
+      // Taken before the wait: the pair's next message, asking meanwhile, comes after this one.
+      this.tookPair(message.senderId, message.to, pairAt);
+      if (pairAt > now) await sleep(pairAt - now);
+    }
+    const turn = await this.o.throttle.turn(`sender:${message.senderId}`, this.rate(message.senderId, message.throughputMps), message.slot);
+    if (turn.go) return turn;
+    return { go: false, at: turn.at, slot: turn.slot, reason: "sender_rate", keepSlot: true };
+  }
+
+  /** The network refused a message of `senderId` for its throughput (130429): the sender's rate is halved. */
+  throughputRefused(senderId: string): void {
+    const rate = this.rates.get(senderId);
+    const now = this.o.clock.now().getTime();
+    if (!rate || now - rate.loweredAt < DECREASE_QUIET_MS) return;
+    rate.current = Math.max(1, rate.current * DECREASE);
+    rate.changedAt = rate.loweredAt = now;
+  }
+
+  /**
+   * The network refused a message of `senderId` to `to` for the pair rate (131056), for the `refusals`-th time:
+   * the recipient's next message waits the backoff (PAIR_REFUSAL_BACKOFF_MS); resolves to when this one goes again.
+   */
+  pairRefused(senderId: string, to: string, refusals: number): Date {
+    const wait = PAIR_REFUSAL_BACKOFF_MS[Math.min(refusals, PAIR_REFUSAL_BACKOFF_MS.length) - 1] ?? PAIR_REFUSAL_BACKOFF_MS[0];
+    const at = this.o.clock.now().getTime() + wait;
+    const key = pairKey(senderId, to);
+    this.pairs.set(key, Math.max(this.pairs.get(key) ?? 0, at + this.burstMs()));
+    return new Date(at);
+  }
+
+  /** The rate of `senderId` now, in messages per second (for metrics and the console); its configured rate if not paced yet. */
+  currentRate(senderId: string, throughputMps: number): number {
+    return this.rate(senderId, throughputMps);
+  }
+
+  /** The sender's rate now: configured unless refusals lowered it, regained at INCREASE_PER_SECOND since. */
+  private rate(senderId: string, throughputMps: number): number {
+    const now = this.o.clock.now().getTime();
+    let rate = this.rates.get(senderId);
+    if (!rate || rate.configured !== throughputMps) {
+      rate = { configured: throughputMps, current: throughputMps, changedAt: now, loweredAt: 0 };
+      this.rates.set(senderId, rate);
+    }
+    if (rate.current < rate.configured) {
+      const gained = (rate.configured * INCREASE_PER_SECOND * (now - rate.changedAt)) / 1000;
+      rate.current = Math.min(rate.configured, rate.current + gained);
+      rate.changedAt = now;
+    }
+    return rate.current;
+  }
+
+  /** How far ahead of now a pair's burst reaches, in ms. */
+  private burstMs(): number {
+    return (Math.max(1, this.o.options.pairBurst) - 1) * this.o.options.pairIntervalMs;
+  }
+
+  /** When the pair's next message may go (ms since the epoch; `now` or later). */
+  private pairTurn(senderId: string, to: string, now: number): number {
+    if (this.o.options.pairIntervalMs <= 0) return now;
+    const arrival = this.pairs.get(pairKey(senderId, to)) ?? now;
+    return Math.max(now, arrival - this.burstMs());
+  }
+
+  /** A message of the pair goes at `at`: the next one's arrival moves one interval on. */
+  private tookPair(senderId: string, to: string, at: number): void {
+    if (this.o.options.pairIntervalMs <= 0) return;
+    const key = pairKey(senderId, to);
+    this.pairs.set(key, Math.max(this.pairs.get(key) ?? at, at) + this.o.options.pairIntervalMs);
+  }
+}
+
+const pairKey = (senderId: string, to: string) => `${senderId}|${to}`;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
