@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { MessageStatus, type MessageSchema } from "../../gen/messaging/v1/messages_pb.js";
+import { MessageStatus, QueuedReason, type MessageSchema } from "../../gen/messaging/v1/messages_pb.js";
 import type { MessageRecord, StoredStatus } from "./message-store.js";
 
 const STATUS_TO_PROTO: Record<StoredStatus, MessageStatus> = {
@@ -19,8 +19,11 @@ export function statusFromProto(status: MessageStatus): StoredStatus | undefined
 
 const time = (date: Date | null | undefined) => (date ? timestampFromDate(date) : undefined);
 
-/** The public form of an outbound message (messaging.v1.Message). */
+const QUEUED_REASON_TO_PROTO = { sender_rate: QueuedReason.SENDER_RATE, recipient_pair_rate: QueuedReason.RECIPIENT_PAIR_RATE } as const;
+
+/** The public form of an outbound message (messaging.v1.Message); its queued reason only while it waits (accepted, not handed to the network). */
 export function messageToProto(record: MessageRecord): MessageInitShape<typeof MessageSchema> {
+  const waiting = record.status === "accepted" && record.dispatch?.state === "pending" && record.dispatch.queued_reason ? record.dispatch : null;
   return {
     messageId: record._id,
     object: "message",
@@ -37,5 +40,6 @@ export function messageToProto(record: MessageRecord): MessageInitShape<typeof M
     deliveredAt: time(record.delivered_at),
     readAt: time(record.read_at),
     failedAt: time(record.failed_at),
+    ...(waiting ? { queuedReason: QUEUED_REASON_TO_PROTO[waiting.queued_reason!], estimatedSendAt: time(waiting.estimated_send_at) } : {}),
   };
 }

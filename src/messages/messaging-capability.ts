@@ -141,7 +141,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     schedules: [{ job: MESSAGES_SWEEP_JOB, everyMs: config.messagesSweepIntervalMs }],
     async ensureIndexes() {
       for (const store of [messages, idempotency, inbound]) await store.ensureIndexes();
-      if (simulator) for (const store of [platform.stores.simulatorReports, platform.stores.simulatorLimits]) await store.ensureIndexes();
+      if (simulator) await platform.stores.simulatorReports.ensureIndexes();
     },
     async start() {
       if (!isWorker) return;

@@ -58,8 +58,9 @@ interface SenderRate {
  *   limit, refused about once per probe. The adaptive rate is each
  *   process's own (each learns from its own refusals).
  * - **Per recipient** (the pair of number and user): at most `pairBurst`
- *   messages at once, then one per `pairIntervalMs` (a generic cell rate
- *   algorithm: a burst borrows from later). Counted in this process, which
+ *   messages at once less one kept in reserve, then one per
+ *   `pairIntervalMs` (a generic cell rate algorithm: a burst borrows from
+ *   later). Counted in this process, which
  *   dispatches most of a pair's messages; a pair refusal (131056) from the
  *   network (messages of one pair dispatched by several processes) makes
  *   that recipient wait 1, 4, 16, 64, then 256 s, while other recipients go
@@ -146,9 +147,13 @@ export class Pacer {
     return rate.current;
   }
 
-  /** How far ahead of now a pair's burst reaches, in ms. */
+  /**
+   * How far ahead of now a pair's burst reaches, in ms. One message of the burst is kept in reserve: the time from a
+   * message's turn here to the network's count of it varies (a write, a network call), and a later message that
+   * arrives sooner after its predecessor than the spacing would otherwise meet the limit.
+   */
   private burstMs(): number {
-    return (Math.max(1, this.o.options.pairBurst) - 1) * this.o.options.pairIntervalMs;
+    return Math.max(0, this.o.options.pairBurst - 2) * this.o.options.pairIntervalMs;
   }
 
   /** When the pair's next message may go (ms since the epoch; `now` or later). */

@@ -39,13 +39,12 @@ export function heldThroughput(phoneNumber: string, throughputMps: number): numb
   return throughputMps;
 }
 
-/** A count of one number's sends in one clock second, as kept in `simulator_rate_windows`. */
-interface RateWindow {
-  /** "<phone number>|<second since the epoch>". */
+/** A number's throughput account, as kept in `simulator_throughput`. */
+interface ThroughputAccount {
+  /** The sender's phone number. */
   _id: string;
-  count: number;
-  /** The TTL index deletes it then. */
-  expires_at: Date;
+  /** Its theoretical arrival time, in ms since the epoch: when its next send would be due with no burst left. */
+  tat: number;
 }
 
 /** The limits the simulated network enforces on a send (src/network/simulator.ts). */
@@ -57,48 +56,53 @@ export interface SimulatorLimits {
    * @throws the database's error (the send then fails as an outage).
    */
   admit(from: string, to: string): Promise<NetworkErrorInfo | null>;
-  ensureIndexes(): Promise<void>;
 }
 
 /**
- * The simulated network's limits. A number's throughput counts its sends per
- * clock second in `simulator_rate_windows`, shared by every process as the
- * network's own count is: one conditional upsert a send (`count` below the
- * limit), refused when the second's window is full. The pair rate is a
- * generic cell rate algorithm per pair of number and recipient (a burst of
- * `pairBurst`, then one per `pairIntervalMs`), counted in each process: the
- * simulator of the process that sends a pair's messages counts them.
+ * The simulated network's limits, each a generic cell rate algorithm (a
+ * token bucket): a number may send a second's worth of its throughput at
+ * once, then one message per 1/throughput s; a pair `pairBurst` messages at
+ * once, then one per `pairIntervalMs`. A number's account is kept in
+ * `simulator_throughput`, shared by every process as the network's own is:
+ * a send is one conditional update when the number is busy (its arrival time
+ * moved on by one step while within the burst), two when it was idle. The
+ * pair rate is counted in each process: the simulator of the process that
+ * sends a pair's messages counts them.
  */
 export function createSimulatorLimits(db: Db, clock: Clock, options: SimulatorLimitOptions): SimulatorLimits {
-  const windows = db.collection<RateWindow>("simulator_rate_windows");
+  const accounts = db.collection<ThroughputAccount>("simulator_throughput");
   /** Per pair: its theoretical arrival time, in ms since the epoch. */
   const pairs = new LRUCache<string, number>({ max: 200_000 });
-  const burstMs = (Math.max(1, options.pairBurst) - 1) * options.pairIntervalMs;
+  const pairBurstMs = (Math.max(1, options.pairBurst) - 1) * options.pairIntervalMs;
+
+  /** Whether the number may send now; if so, its send is counted. */
+  async function admitThroughput(from: string, now: number): Promise<boolean> {
+    const step = 1000 / heldThroughput(from, options.throughputMps);
+    // Busy: within the burst (a second's worth), one step on.
+    const busy = await accounts.updateOne({ _id: from, tat: { $gte: now, $lte: now + 1000 - step } }, { $inc: { tat: step } });
+    if (busy.matchedCount === 1) return true;
+    try {
+      // Idle (or new): from now.
+      const idle = await accounts.updateOne({ _id: from, tat: { $lt: now } }, { $set: { tat: now + step } }, { upsert: true });
+      return idle.matchedCount === 1 || idle.upsertedCount === 1;
+    } catch (err) {
+      // The account exists and is beyond the burst: the upsert's insert met its id.
+      if (isDuplicateKeyError(err)) return false;
+      throw err;
+    }
+  }
+
   return {
     async admit(from, to) {
       const now = clock.now().getTime();
       const key = `${from}|${to}`;
       const arrival = Math.max(pairs.get(key) ?? now, now);
-      if (arrival - now > burstMs) return PAIR_RATE_REFUSAL;
+      if (arrival - now > pairBurstMs) return PAIR_RATE_REFUSAL;
       // Counted before the write: a send of the same pair meanwhile sees this one.
       pairs.set(key, arrival + options.pairIntervalMs);
-      const second = Math.floor(now / 1000);
-      try {
-        await windows.updateOne(
-          { _id: `${from}|${second}`, count: { $lt: heldThroughput(from, options.throughputMps) } },
-          { $inc: { count: 1 }, $setOnInsert: { expires_at: new Date((second + 60) * 1000) } },
-          { upsert: true },
-        );
-      } catch (err) {
-        pairs.set(key, (pairs.get(key) ?? now) - options.pairIntervalMs); // not sent: its place given back
-        // The window exists and is full: the upsert's insert met its id.
-        if (isDuplicateKeyError(err)) return THROUGHPUT_REFUSAL;
-        throw err;
-      }
-      return null;
-    },
-    async ensureIndexes() {
-      await windows.createIndex({ expires_at: 1 }, { expireAfterSeconds: 0 });
+      if (await admitThroughput(from, now)) return null;
+      pairs.set(key, (pairs.get(key) ?? now) - options.pairIntervalMs); // not sent: its place given back
+      return THROUGHPUT_REFUSAL;
     },
   };
 }

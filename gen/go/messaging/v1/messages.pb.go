@@ -25,6 +25,61 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Why an accepted message waits in its sender's queue. In JSON: "sender_rate",
+// "recipient_pair_rate".
+type QueuedReason int32
+
+const (
+	// Not set.
+	QueuedReason_QUEUED_REASON_UNSPECIFIED QueuedReason = 0
+	// The sender number's throughput (messages per second) is used up for now.
+	QueuedReason_QUEUED_REASON_SENDER_RATE QueuedReason = 1
+	// The recipient had the burst of messages the pair rate allows; one goes
+	// every PAIR_RATE_INTERVAL_MS (WhatsApp: about 6 s).
+	QueuedReason_QUEUED_REASON_RECIPIENT_PAIR_RATE QueuedReason = 2
+)
+
+// Enum value maps for QueuedReason.
+var (
+	QueuedReason_name = map[int32]string{
+		0: "QUEUED_REASON_UNSPECIFIED",
+		1: "QUEUED_REASON_SENDER_RATE",
+		2: "QUEUED_REASON_RECIPIENT_PAIR_RATE",
+	}
+	QueuedReason_value = map[string]int32{
+		"QUEUED_REASON_UNSPECIFIED":         0,
+		"QUEUED_REASON_SENDER_RATE":         1,
+		"QUEUED_REASON_RECIPIENT_PAIR_RATE": 2,
+	}
+)
+
+func (x QueuedReason) Enum() *QueuedReason {
+	p := new(QueuedReason)
+	*p = x
+	return p
+}
+
+func (x QueuedReason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (QueuedReason) Descriptor() protoreflect.EnumDescriptor {
+	return file_messaging_v1_messages_proto_enumTypes[0].Descriptor()
+}
+
+func (QueuedReason) Type() protoreflect.EnumType {
+	return &file_messaging_v1_messages_proto_enumTypes[0]
+}
+
+func (x QueuedReason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use QueuedReason.Descriptor instead.
+func (QueuedReason) EnumDescriptor() ([]byte, []int) {
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{0}
+}
+
 // Status of a message. In JSON: "accepted", "sent", "delivered", "read",
 // "failed". The order accepted < sent < delivered < read holds; failed is final.
 type MessageStatus int32
@@ -75,11 +130,11 @@ func (x MessageStatus) String() string {
 }
 
 func (MessageStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_messaging_v1_messages_proto_enumTypes[0].Descriptor()
+	return file_messaging_v1_messages_proto_enumTypes[1].Descriptor()
 }
 
 func (MessageStatus) Type() protoreflect.EnumType {
-	return &file_messaging_v1_messages_proto_enumTypes[0]
+	return &file_messaging_v1_messages_proto_enumTypes[1]
 }
 
 func (x MessageStatus) Number() protoreflect.EnumNumber {
@@ -88,7 +143,7 @@ func (x MessageStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MessageStatus.Descriptor instead.
 func (MessageStatus) EnumDescriptor() ([]byte, []int) {
-	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{0}
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{1}
 }
 
 // Request of SendMessage.
@@ -834,9 +889,14 @@ type Message struct {
 	// When the recipient opened it; null unless read receipts are on.
 	ReadAt *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=read_at,json=readAt,proto3" json:"read_at,omitempty"`
 	// When it failed; null unless failed.
-	FailedAt      *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=failed_at,json=failedAt,proto3" json:"failed_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FailedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=failed_at,json=failedAt,proto3" json:"failed_at,omitempty"`
+	// While an accepted message waits for its turn under the network's limits
+	// (README "Pacing"): why; null once it left, or when it never waited.
+	QueuedReason *QueuedReason `protobuf:"varint,20,opt,name=queued_reason,json=queuedReason,proto3,enum=messaging.v1.QueuedReason,oneof" json:"queued_reason,omitempty"`
+	// While it waits: when it is expected to be handed to the network.
+	EstimatedSendAt *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=estimated_send_at,json=estimatedSendAt,proto3" json:"estimated_send_at,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Message) Reset() {
@@ -974,6 +1034,20 @@ func (x *Message) GetFailedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Message) GetQueuedReason() QueuedReason {
+	if x != nil && x.QueuedReason != nil {
+		return *x.QueuedReason
+	}
+	return QueuedReason_QUEUED_REASON_UNSPECIFIED
+}
+
+func (x *Message) GetEstimatedSendAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EstimatedSendAt
+	}
+	return nil
+}
+
 // An error reported by the messaging network.
 type MessageError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1079,7 +1153,7 @@ const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\x04data\x18\x02 \x03(\v2\x15.messaging.v1.MessageR\x04data\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\x05R\x05total\x12+\n" +
 	"\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01B\x12\n" +
-	"\x10_next_page_token\"\xe0\x05\n" +
+	"\x10_next_page_token\"\x8a\a\n" +
 	"\aMessage\x12\"\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tB\x03\xe0A\x03R\tmessageId\x12\x1b\n" +
@@ -1100,12 +1174,19 @@ const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\asent_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\x06sentAt\x12B\n" +
 	"\fdelivered_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\vdeliveredAt\x128\n" +
 	"\aread_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\x06readAt\x12<\n" +
-	"\tfailed_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\bfailedAtB\r\n" +
+	"\tfailed_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\bfailedAt\x12I\n" +
+	"\rqueued_reason\x18\x14 \x01(\x0e2\x1a.messaging.v1.QueuedReasonB\x03\xe0A\x03H\x02R\fqueuedReason\x88\x01\x01\x12K\n" +
+	"\x11estimated_send_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\x0festimatedSendAtB\r\n" +
 	"\v_flow_tokenB\x10\n" +
-	"\x0e_wa_message_id\"B\n" +
+	"\x0e_wa_message_idB\x10\n" +
+	"\x0e_queued_reason\"B\n" +
 	"\fMessageError\x12\x17\n" +
 	"\x04code\x18\x01 \x01(\x05B\x03\xe0A\x03R\x04code\x12\x19\n" +
-	"\x05title\x18\x02 \x01(\tB\x03\xe0A\x03R\x05title*\xb7\x01\n" +
+	"\x05title\x18\x02 \x01(\tB\x03\xe0A\x03R\x05title*s\n" +
+	"\fQueuedReason\x12\x1d\n" +
+	"\x19QUEUED_REASON_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19QUEUED_REASON_SENDER_RATE\x10\x01\x12%\n" +
+	"!QUEUED_REASON_RECIPIENT_PAIR_RATE\x10\x02*\xb7\x01\n" +
 	"\rMessageStatus\x12\x1e\n" +
 	"\x1aMESSAGE_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17MESSAGE_STATUS_ACCEPTED\x10\x01\x12\x17\n" +
@@ -1133,61 +1214,64 @@ func file_messaging_v1_messages_proto_rawDescGZIP() []byte {
 	return file_messaging_v1_messages_proto_rawDescData
 }
 
-var file_messaging_v1_messages_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_messaging_v1_messages_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_messaging_v1_messages_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_messaging_v1_messages_proto_goTypes = []any{
-	(MessageStatus)(0),                // 0: messaging.v1.MessageStatus
-	(*SendMessageRequest)(nil),        // 1: messaging.v1.SendMessageRequest
-	(*SendMessageTemplate)(nil),       // 2: messaging.v1.SendMessageTemplate
-	(*SendMessageTemplateFlow)(nil),   // 3: messaging.v1.SendMessageTemplateFlow
-	(*SendMessageResponse)(nil),       // 4: messaging.v1.SendMessageResponse
-	(*BatchSendMessagesRequest)(nil),  // 5: messaging.v1.BatchSendMessagesRequest
-	(*BatchSendMessagesResponse)(nil), // 6: messaging.v1.BatchSendMessagesResponse
-	(*BatchSendMessagesResult)(nil),   // 7: messaging.v1.BatchSendMessagesResult
-	(*BatchSendMessagesError)(nil),    // 8: messaging.v1.BatchSendMessagesError
-	(*GetMessageRequest)(nil),         // 9: messaging.v1.GetMessageRequest
-	(*GetMessageResponse)(nil),        // 10: messaging.v1.GetMessageResponse
-	(*ListMessagesRequest)(nil),       // 11: messaging.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),      // 12: messaging.v1.ListMessagesResponse
-	(*Message)(nil),                   // 13: messaging.v1.Message
-	(*MessageError)(nil),              // 14: messaging.v1.MessageError
-	nil,                               // 15: messaging.v1.SendMessageTemplate.VariablesEntry
-	(*structpb.Struct)(nil),           // 16: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 17: google.protobuf.Timestamp
+	(QueuedReason)(0),                 // 0: messaging.v1.QueuedReason
+	(MessageStatus)(0),                // 1: messaging.v1.MessageStatus
+	(*SendMessageRequest)(nil),        // 2: messaging.v1.SendMessageRequest
+	(*SendMessageTemplate)(nil),       // 3: messaging.v1.SendMessageTemplate
+	(*SendMessageTemplateFlow)(nil),   // 4: messaging.v1.SendMessageTemplateFlow
+	(*SendMessageResponse)(nil),       // 5: messaging.v1.SendMessageResponse
+	(*BatchSendMessagesRequest)(nil),  // 6: messaging.v1.BatchSendMessagesRequest
+	(*BatchSendMessagesResponse)(nil), // 7: messaging.v1.BatchSendMessagesResponse
+	(*BatchSendMessagesResult)(nil),   // 8: messaging.v1.BatchSendMessagesResult
+	(*BatchSendMessagesError)(nil),    // 9: messaging.v1.BatchSendMessagesError
+	(*GetMessageRequest)(nil),         // 10: messaging.v1.GetMessageRequest
+	(*GetMessageResponse)(nil),        // 11: messaging.v1.GetMessageResponse
+	(*ListMessagesRequest)(nil),       // 12: messaging.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),      // 13: messaging.v1.ListMessagesResponse
+	(*Message)(nil),                   // 14: messaging.v1.Message
+	(*MessageError)(nil),              // 15: messaging.v1.MessageError
+	nil,                               // 16: messaging.v1.SendMessageTemplate.VariablesEntry
+	(*structpb.Struct)(nil),           // 17: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 18: google.protobuf.Timestamp
 }
 var file_messaging_v1_messages_proto_depIdxs = []int32{
-	2,  // 0: messaging.v1.SendMessageRequest.template:type_name -> messaging.v1.SendMessageTemplate
-	15, // 1: messaging.v1.SendMessageTemplate.variables:type_name -> messaging.v1.SendMessageTemplate.VariablesEntry
-	3,  // 2: messaging.v1.SendMessageTemplate.flow:type_name -> messaging.v1.SendMessageTemplateFlow
-	13, // 3: messaging.v1.SendMessageResponse.message:type_name -> messaging.v1.Message
-	1,  // 4: messaging.v1.BatchSendMessagesRequest.messages:type_name -> messaging.v1.SendMessageRequest
-	7,  // 5: messaging.v1.BatchSendMessagesResponse.results:type_name -> messaging.v1.BatchSendMessagesResult
-	13, // 6: messaging.v1.BatchSendMessagesResult.message:type_name -> messaging.v1.Message
-	8,  // 7: messaging.v1.BatchSendMessagesResult.error:type_name -> messaging.v1.BatchSendMessagesError
-	16, // 8: messaging.v1.BatchSendMessagesError.details:type_name -> google.protobuf.Struct
-	13, // 9: messaging.v1.GetMessageResponse.message:type_name -> messaging.v1.Message
-	0,  // 10: messaging.v1.ListMessagesRequest.status:type_name -> messaging.v1.MessageStatus
-	13, // 11: messaging.v1.ListMessagesResponse.data:type_name -> messaging.v1.Message
-	0,  // 12: messaging.v1.Message.status:type_name -> messaging.v1.MessageStatus
-	14, // 13: messaging.v1.Message.error:type_name -> messaging.v1.MessageError
-	17, // 14: messaging.v1.Message.created_at:type_name -> google.protobuf.Timestamp
-	17, // 15: messaging.v1.Message.sent_at:type_name -> google.protobuf.Timestamp
-	17, // 16: messaging.v1.Message.delivered_at:type_name -> google.protobuf.Timestamp
-	17, // 17: messaging.v1.Message.read_at:type_name -> google.protobuf.Timestamp
-	17, // 18: messaging.v1.Message.failed_at:type_name -> google.protobuf.Timestamp
-	1,  // 19: messaging.v1.MessageService.SendMessage:input_type -> messaging.v1.SendMessageRequest
-	5,  // 20: messaging.v1.MessageService.BatchSendMessages:input_type -> messaging.v1.BatchSendMessagesRequest
-	9,  // 21: messaging.v1.MessageService.GetMessage:input_type -> messaging.v1.GetMessageRequest
-	11, // 22: messaging.v1.MessageService.ListMessages:input_type -> messaging.v1.ListMessagesRequest
-	4,  // 23: messaging.v1.MessageService.SendMessage:output_type -> messaging.v1.SendMessageResponse
-	6,  // 24: messaging.v1.MessageService.BatchSendMessages:output_type -> messaging.v1.BatchSendMessagesResponse
-	10, // 25: messaging.v1.MessageService.GetMessage:output_type -> messaging.v1.GetMessageResponse
-	12, // 26: messaging.v1.MessageService.ListMessages:output_type -> messaging.v1.ListMessagesResponse
-	23, // [23:27] is the sub-list for method output_type
-	19, // [19:23] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	3,  // 0: messaging.v1.SendMessageRequest.template:type_name -> messaging.v1.SendMessageTemplate
+	16, // 1: messaging.v1.SendMessageTemplate.variables:type_name -> messaging.v1.SendMessageTemplate.VariablesEntry
+	4,  // 2: messaging.v1.SendMessageTemplate.flow:type_name -> messaging.v1.SendMessageTemplateFlow
+	14, // 3: messaging.v1.SendMessageResponse.message:type_name -> messaging.v1.Message
+	2,  // 4: messaging.v1.BatchSendMessagesRequest.messages:type_name -> messaging.v1.SendMessageRequest
+	8,  // 5: messaging.v1.BatchSendMessagesResponse.results:type_name -> messaging.v1.BatchSendMessagesResult
+	14, // 6: messaging.v1.BatchSendMessagesResult.message:type_name -> messaging.v1.Message
+	9,  // 7: messaging.v1.BatchSendMessagesResult.error:type_name -> messaging.v1.BatchSendMessagesError
+	17, // 8: messaging.v1.BatchSendMessagesError.details:type_name -> google.protobuf.Struct
+	14, // 9: messaging.v1.GetMessageResponse.message:type_name -> messaging.v1.Message
+	1,  // 10: messaging.v1.ListMessagesRequest.status:type_name -> messaging.v1.MessageStatus
+	14, // 11: messaging.v1.ListMessagesResponse.data:type_name -> messaging.v1.Message
+	1,  // 12: messaging.v1.Message.status:type_name -> messaging.v1.MessageStatus
+	15, // 13: messaging.v1.Message.error:type_name -> messaging.v1.MessageError
+	18, // 14: messaging.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	18, // 15: messaging.v1.Message.sent_at:type_name -> google.protobuf.Timestamp
+	18, // 16: messaging.v1.Message.delivered_at:type_name -> google.protobuf.Timestamp
+	18, // 17: messaging.v1.Message.read_at:type_name -> google.protobuf.Timestamp
+	18, // 18: messaging.v1.Message.failed_at:type_name -> google.protobuf.Timestamp
+	0,  // 19: messaging.v1.Message.queued_reason:type_name -> messaging.v1.QueuedReason
+	18, // 20: messaging.v1.Message.estimated_send_at:type_name -> google.protobuf.Timestamp
+	2,  // 21: messaging.v1.MessageService.SendMessage:input_type -> messaging.v1.SendMessageRequest
+	6,  // 22: messaging.v1.MessageService.BatchSendMessages:input_type -> messaging.v1.BatchSendMessagesRequest
+	10, // 23: messaging.v1.MessageService.GetMessage:input_type -> messaging.v1.GetMessageRequest
+	12, // 24: messaging.v1.MessageService.ListMessages:input_type -> messaging.v1.ListMessagesRequest
+	5,  // 25: messaging.v1.MessageService.SendMessage:output_type -> messaging.v1.SendMessageResponse
+	7,  // 26: messaging.v1.MessageService.BatchSendMessages:output_type -> messaging.v1.BatchSendMessagesResponse
+	11, // 27: messaging.v1.MessageService.GetMessage:output_type -> messaging.v1.GetMessageResponse
+	13, // 28: messaging.v1.MessageService.ListMessages:output_type -> messaging.v1.ListMessagesResponse
+	25, // [25:29] is the sub-list for method output_type
+	21, // [21:25] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_messaging_v1_messages_proto_init() }
@@ -1204,7 +1288,7 @@ func file_messaging_v1_messages_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messaging_v1_messages_proto_rawDesc), len(file_messaging_v1_messages_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,

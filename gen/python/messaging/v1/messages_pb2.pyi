@@ -16,6 +16,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class QueuedReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    QUEUED_REASON_UNSPECIFIED: _ClassVar[QueuedReason]
+    QUEUED_REASON_SENDER_RATE: _ClassVar[QueuedReason]
+    QUEUED_REASON_RECIPIENT_PAIR_RATE: _ClassVar[QueuedReason]
+
 class MessageStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     MESSAGE_STATUS_UNSPECIFIED: _ClassVar[MessageStatus]
@@ -24,6 +30,9 @@ class MessageStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MESSAGE_STATUS_DELIVERED: _ClassVar[MessageStatus]
     MESSAGE_STATUS_READ: _ClassVar[MessageStatus]
     MESSAGE_STATUS_FAILED: _ClassVar[MessageStatus]
+QUEUED_REASON_UNSPECIFIED: QueuedReason
+QUEUED_REASON_SENDER_RATE: QueuedReason
+QUEUED_REASON_RECIPIENT_PAIR_RATE: QueuedReason
 MESSAGE_STATUS_UNSPECIFIED: MessageStatus
 MESSAGE_STATUS_ACCEPTED: MessageStatus
 MESSAGE_STATUS_SENT: MessageStatus
@@ -143,7 +152,7 @@ class ListMessagesResponse(_message.Message):
     def __init__(self, object: _Optional[str] = ..., data: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., total: _Optional[int] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("message_id", "object", "to", "sender", "template_id", "flow_token", "status", "wa_message_id", "error", "credits", "created_at", "sent_at", "delivered_at", "read_at", "failed_at")
+    __slots__ = ("message_id", "object", "to", "sender", "template_id", "flow_token", "status", "wa_message_id", "error", "credits", "created_at", "sent_at", "delivered_at", "read_at", "failed_at", "queued_reason", "estimated_send_at")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     TO_FIELD_NUMBER: _ClassVar[int]
@@ -159,6 +168,8 @@ class Message(_message.Message):
     DELIVERED_AT_FIELD_NUMBER: _ClassVar[int]
     READ_AT_FIELD_NUMBER: _ClassVar[int]
     FAILED_AT_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_REASON_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATED_SEND_AT_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     object: str
     to: str
@@ -174,7 +185,9 @@ class Message(_message.Message):
     delivered_at: _timestamp_pb2.Timestamp
     read_at: _timestamp_pb2.Timestamp
     failed_at: _timestamp_pb2.Timestamp
-    def __init__(self, message_id: _Optional[str] = ..., object: _Optional[str] = ..., to: _Optional[str] = ..., sender: _Optional[str] = ..., template_id: _Optional[str] = ..., flow_token: _Optional[str] = ..., status: _Optional[_Union[MessageStatus, str]] = ..., wa_message_id: _Optional[str] = ..., error: _Optional[_Union[MessageError, _Mapping]] = ..., credits: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., delivered_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., read_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., failed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    queued_reason: QueuedReason
+    estimated_send_at: _timestamp_pb2.Timestamp
+    def __init__(self, message_id: _Optional[str] = ..., object: _Optional[str] = ..., to: _Optional[str] = ..., sender: _Optional[str] = ..., template_id: _Optional[str] = ..., flow_token: _Optional[str] = ..., status: _Optional[_Union[MessageStatus, str]] = ..., wa_message_id: _Optional[str] = ..., error: _Optional[_Union[MessageError, _Mapping]] = ..., credits: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., delivered_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., read_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., failed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., queued_reason: _Optional[_Union[QueuedReason, str]] = ..., estimated_send_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MessageError(_message.Message):
     __slots__ = ("code", "title")

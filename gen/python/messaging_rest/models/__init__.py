@@ -31,6 +31,7 @@ from .message_status import MessageStatus
 from .opt_out import OptOut
 from .opt_out_source import OptOutSource
 from .opt_out_status import OptOutStatus
+from .queued_reason import QueuedReason
 from .send_message_request import SendMessageRequest
 from .send_message_template import SendMessageTemplate
 from .send_message_template_flow import SendMessageTemplateFlow
@@ -76,6 +77,7 @@ __all__ = (
     "OptOut",
     "OptOutSource",
     "OptOutStatus",
+    "QueuedReason",
     "SendMessageRequest",
     "SendMessageTemplate",
     "SendMessageTemplateFlow",

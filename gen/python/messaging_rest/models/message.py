@@ -8,6 +8,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.message_status import MessageStatus
+from ..models.queued_reason import QueuedReason
 
 if TYPE_CHECKING:
     from ..models.message_error import MessageError
@@ -36,6 +37,9 @@ class Message:
         delivered_at (datetime.datetime | None): When it reached the handset; null until then.
         read_at (datetime.datetime | None): When the recipient opened it; null unless read receipts are on.
         failed_at (datetime.datetime | None): When it failed; null unless failed.
+        queued_reason (None | QueuedReason): While an accepted message waits for its turn under the network's limits
+            (README "Pacing"): why; null once it left, or when it never waited.
+        estimated_send_at (datetime.datetime | None): While it waits: when it is expected to be handed to the network.
     """
 
     message_id: str
@@ -53,6 +57,8 @@ class Message:
     delivered_at: datetime.datetime | None
     read_at: datetime.datetime | None
     failed_at: datetime.datetime | None
+    queued_reason: None | QueuedReason
+    estimated_send_at: datetime.datetime | None
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -118,6 +124,18 @@ class Message:
         else:
             failed_at = self.failed_at
 
+        queued_reason: None | str
+        if isinstance(self.queued_reason, QueuedReason):
+            queued_reason = self.queued_reason.value
+        else:
+            queued_reason = self.queued_reason
+
+        estimated_send_at: None | str
+        if isinstance(self.estimated_send_at, datetime.datetime):
+            estimated_send_at = self.estimated_send_at.isoformat()
+        else:
+            estimated_send_at = self.estimated_send_at
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -137,6 +155,8 @@ class Message:
                 "delivered_at": delivered_at,
                 "read_at": read_at,
                 "failed_at": failed_at,
+                "queued_reason": queued_reason,
+                "estimated_send_at": estimated_send_at,
             }
         )
 
@@ -278,6 +298,36 @@ class Message:
 
         failed_at = _parse_failed_at(d.pop("failed_at"))
 
+        def _parse_queued_reason(data: object) -> None | QueuedReason:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                queued_reason_type_0 = QueuedReason(data)
+
+                return queued_reason_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | QueuedReason, data)
+
+        queued_reason = _parse_queued_reason(d.pop("queued_reason"))
+
+        def _parse_estimated_send_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                estimated_send_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return estimated_send_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        estimated_send_at = _parse_estimated_send_at(d.pop("estimated_send_at"))
+
         message = cls(
             message_id=message_id,
             object_=object_,
@@ -294,6 +344,8 @@ class Message:
             delivered_at=delivered_at,
             read_at=read_at,
             failed_at=failed_at,
+            queued_reason=queued_reason,
+            estimated_send_at=estimated_send_at,
         )
 
         message.additional_properties = d

@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { SenderService } from "../gen/messaging/console/v1/senders_pb.js";
+import { rest } from "./helpers/clients.js";
+import { createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
+import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
+
+/*
+ * Dispatch paced against the network's limits (README "Pacing"), against the
+ * simulator enforcing WhatsApp's limits as the Cloud API does (130429 for a
+ * number's throughput, 131056 for the pair rate), over REST; the network's
+ * refusals read from /metrics as an operator would.
+ */
+
+let t: TestService;
+let workspace: string;
+let template: string;
+/** The key of the test running: each test sends and reads with its own (each has its own budget per minute). */
+let key: string;
+
+beforeAll(async () => {
+  t = await createTestService({
+    config: { ...FAST_MESSAGING, logLevel: "error", pairRateIntervalMs: 1000, pairRateBurst: 2, simulatorPairIntervalMs: 1000, simulatorPairBurst: 2 },
+  });
+  workspace = await t.createWorkspace("Pacing", 10_000);
+  template = await createTemplate(t, workspace);
+});
+beforeEach(async () => {
+  key = (await t.createKey(workspace, { scopes: ["messages:send", "messages:read"], rateLimitPerMin: 100 })).secret;
+});
+afterAll(() => t?.close());
+
+/** The network's refusals so far with `code`, from GET /metrics (msgsvc_network_refusals_total). */
+async function refusals(code: number): Promise<number> {
+  const text = await (await fetch(`${t.consoleUrl}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith(`msgsvc_network_refusals_total{code="${code}"}`));
+  return line ? Number(line.split(" ").at(-1)) : 0;
+}
+
+async function sender(phoneNumber: string, throughputMps?: number): Promise<string> {
+  const { sender } = await t.console(SenderService).createSender({ workspaceId: workspace, phoneNumber, name: `Sender ${phoneNumber}`, throughputMps });
+  return sender!.id;
+}
+
+/** Sends a batch of one message to each of `recipients`; resolves to the message ids in order. */
+async function sendBatch(from: string, recipients: string[]): Promise<string[]> {
+  const items = recipients.map((to, i) => ({ to, sender: from, template: { id: template, variables: { name: "Ada", code: String(i) } } }));
+  const res = await rest(t.publicUrl, "POST", "/v1/messages:batch", { key, body: { messages: items } });
+  expect(res.status).toBe(200);
+  const results = (res.json as { results: { message: { message_id: string } | null }[] }).results;
+  return results.map((r) => r.message!.message_id);
+}
+
+/**
+ * The messages once each has left (its status past accepted: waited for in the database), as the sending key reads
+ * them back (one list request), in the order of `ids`.
+ */
+async function whenSent(ids: string[], secret = key): Promise<{ id: string; status: string; sentAt: number }[]> {
+  const messages = t.service.db.collection<{ _id: string; status: string }>("messages");
+  await eventually(async () => ((await messages.countDocuments({ _id: { $in: ids }, status: "accepted" })) === 0 ? true : undefined), 60_000, 200);
+  const listed = await rest(t.publicUrl, "GET", "/v1/messages?page_size=100", { key: secret });
+  expect(listed.status).toBe(200);
+  const byId = new Map((listed.json as { data: { message_id: string; status: string; sent_at?: string }[] }).data.map((m) => [m.message_id, m]));
+  return ids.map((id) => ({ id, status: byId.get(id)!.status, sentAt: Date.parse(byId.get(id)!.sent_at ?? "") }));
+}
+
+describe("pacing against the network's limits", () => {
+  it("sends a number's messages at its throughput: the network refuses none, and they are spread over the seconds the rate needs", async () => {
+    // The simulator holds numbers ending in 0020 at 20 messages per second; the sender says so.
+    const from = await sender("4915100010020", 20);
+    const before = await refusals(130429);
+    const ids = await sendBatch(from, Array.from({ length: 60 }, (_, i) => `49151200${String(i).padStart(5, "0")}`));
+    const sent = await whenSent(ids);
+    expect(sent.every((m) => m.status !== "failed")).toBe(true);
+    expect(await refusals(130429)).toBe(before);
+    // 60 messages at 20 a second: at least two seconds from the first to the last, however fast the machine.
+    const times = sent.map((m) => m.sentAt).sort((a, b) => a - b);
+    expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(2000);
+  });
+
+  it("converges on a number the network holds lower than configured: refused for throughput, every message sent in the end, its attempts not used up", async () => {
+    const from = await sender("4915100020020", 80); // configured at 80, held at 20 by the network
+    const before = await refusals(130429);
+    const ids = await sendBatch(from, Array.from({ length: 100 }, (_, i) => `49151300${String(i).padStart(5, "0")}`));
+    const sent = await whenSent(ids);
+    // A refusal for throughput is not an attempt: more refusals than DISPATCH_MAX_ATTEMPTS (8) fail no message.
+    expect(sent.filter((m) => m.status === "failed")).toEqual([]);
+    expect((await refusals(130429)) - before).toBeGreaterThan(0);
+  });
+
+  it("spaces the messages to one recipient by the pair rate after its burst, while other recipients go on", async () => {
+    const from = await sender("4915100030001");
+    const before = await refusals(131056);
+    const ids = await sendBatch(from, [...Array.from({ length: 6 }, () => "4915140000001"), "4915140000002"]);
+    // The sixth message to the recipient (its turn 5 s on: a burst of 2, one of them kept in reserve, then one a
+    // second) waits in the database, its reason and expected time shown.
+    const waiting = await eventually(async () => {
+      const m = (await rest(t.publicUrl, "GET", `/v1/messages/${ids[5]}`, { key })).json as { status: string; queued_reason?: string; estimated_send_at?: string };
+      return m.queued_reason ? m : undefined;
+    }, 3_000, 100);
+    expect(waiting.status).toBe("accepted");
+    expect(waiting.queued_reason).toBe("recipient_pair_rate");
+    expect(Date.parse(waiting.estimated_send_at ?? "")).toBeGreaterThan(Date.now());
+    const sent = await whenSent(ids);
+    expect(sent.every((m) => m.status !== "failed")).toBe(true);
+    expect(await refusals(131056)).toBe(before);
+    const toFirst = sent.slice(0, 6).map((m) => m.sentAt).sort((a, b) => a - b);
+    // One a second: at least about five seconds from the first to the sixth.
+    expect(toFirst[5]! - toFirst[0]!).toBeGreaterThanOrEqual(4900);
+    // The other recipient did not wait for them.
+    expect(sent[6]!.sentAt).toBeLessThan(toFirst[3]!);
+  });
+});
+
+describe("a pair refusal from the network", () => {
+  let u: TestService;
+  beforeAll(async () => {
+    // Dispatch without a pair rate of its own: the network's refusals pace the recipient.
+    u = await createTestService({ config: { ...FAST_MESSAGING, logLevel: "error", pairRateIntervalMs: 0, simulatorPairIntervalMs: 1000, simulatorPairBurst: 1 } });
+  });
+  afterAll(() => u?.close());
+
+  it("makes only that recipient wait (1 s, then 4 s), and the message is sent, its attempts not used up", async () => {
+    const ws = await u.createWorkspace("Pair refusals", 100);
+    const k = (await u.createKey(ws, { scopes: ["messages:send", "messages:read"] })).secret;
+    const { sender } = await u.console(SenderService).createSender({ workspaceId: ws, phoneNumber: "4915100040001", name: "Support" });
+    const tpl = await createTemplate(u, ws);
+    const send = (to: string) =>
+      rest(u.publicUrl, "POST", "/v1/messages", { key: k, body: { to, sender: sender!.id, template: { id: tpl, variables: { name: "Ada", code: "1" } } } });
+    const first = await send("4915150000001");
+    const second = await send("4915150000001");
+    const other = await send("4915150000002");
+    for (const r of [first, second, other]) expect(r.status).toBe(200);
+    const ids = [first, second, other].map((r) => (r.json as { message_id: string }).message_id);
+    const read = (id: string) => rest(u.publicUrl, "GET", `/v1/messages/${id}`, { key: k }).then((r) => r.json as { status: string; sent_at?: string });
+    const settled = await eventually(async () => {
+      const all = await Promise.all(ids.map(read));
+      return all.every((m) => m.status !== "accepted") ? all : undefined;
+    }, 30_000);
+    expect(settled.map((m) => m.status === "failed")).toEqual([false, false, false]);
+    const text = await (await fetch(`${u.consoleUrl}/metrics`)).text();
+    expect(text).toMatch(/msgsvc_network_refusals_total\{code="131056"\} [1-9]/);
+    // The other recipient went at once; the second message to the first recipient a second or more after the first.
+    const [a, b, c] = settled.map((m) => Date.parse(m.sent_at ?? ""));
+    expect(b! - a!).toBeGreaterThanOrEqual(900);
+    expect(c!).toBeLessThan(b!);
+  });
+});
