@@ -134,7 +134,7 @@ describe("a pair refusal from the network", () => {
     const read = (id: string) => rest(u.publicUrl, "GET", `/v1/messages/${id}`, { key: k }).then((r) => r.json as { status: string; sent_at?: string });
     const settled = await eventually(async () => {
       const all = await Promise.all(ids.map(read));
-      return all.every((m) => m.status !== "accepted") ? all : undefined;
+      return all.every((m) => m.status !== "accepted" && m.sent_at) ? all : undefined;
     }, 30_000);
     expect(settled.map((m) => m.status === "failed")).toEqual([false, false, false]);
     const text = await (await fetch(`${u.consoleUrl}/metrics`)).text();

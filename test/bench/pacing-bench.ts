@@ -1,0 +1,140 @@
+import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { MongoClient } from "mongodb";
+import { ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
+import { SenderService } from "../../gen/messaging/console/v1/senders_pb.js";
+import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js";
+import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
+import { startServiceProcess, stopProcess } from "../helpers/processes.js";
+import { table } from "./harness.js";
+
+const CONSOLE_TOKEN = "bench-console-token-0123456789";
+
+/** One campaign: `count` messages from each of its senders, each sender created with `throughputMps`. */
+interface Campaign {
+  name: string;
+  /** The senders' phone numbers (the simulator holds numbers ending in 0020 at 20/s, in 1000 at 1,000/s). */
+  senders: string[];
+  throughputMps: number;
+  /** What the network allows each sender, messages per second (the simulator's rule for its number). */
+  networkMps: number;
+  count: number;
+  /** One recipient for all (the pair rate), else one each. */
+  oneRecipient?: boolean;
+}
+
+/**
+ * Campaigns against the simulator enforcing WhatsApp's limits (SIMULATOR_LIMITS, on by default: a number's
+ * throughput with 130429, the pair rate with 131056), through the real service in its own process (ROLE=all):
+ * each campaign's messages are accepted by batch sends, then dispatch paces them (README "Pacing"). For each:
+ * the network's refusals (from /metrics, by code), the rate from the first message the network took to the last
+ * (sent_at, read from the database) against what the network allows, and, for a number held lower than its
+ * configured rate, the refusals after the first 15 s (once the rate converged).
+ */
+export async function runPacingBench(options: { mongodbUri: string; scale: number }): Promise<string> {
+  const database = `bench_pacing_${Date.now()}`;
+  const service = await startServiceProcess({ MONGODB_URI: options.mongodbUri, MONGODB_DATABASE: database, CONSOLE_TOKEN, ROLE: "all", LOG_LEVEL: "warn" });
+  const auth: Interceptor = (next) => (req) => {
+    req.header.set("authorization", `Bearer ${CONSOLE_TOKEN}`);
+    return next(req);
+  };
+  const consoleUrl = `http://127.0.0.1:${service.consolePort}`;
+  const transport = createConnectTransport({ baseUrl: consoleUrl, httpVersion: "1.1", interceptors: [auth] });
+  const client = <S extends Parameters<typeof createClient>[0]>(s: S) => createClient(s, transport);
+  const mongo = await new MongoClient(options.mongodbUri).connect();
+  const messages = mongo.db(database).collection<{ _id: string; sender_id: string; status: string; sent_at?: Date | null }>("messages");
+  const n = (count: number) => Math.max(20, Math.round(count * options.scale));
+  const campaigns: Campaign[] = [
+    { name: "one number at 80/s", senders: ["15550000001"], throughputMps: 80, networkMps: 80, count: n(10_000) },
+    { name: "one upgraded number at 1,000/s", senders: ["15550001000"], throughputMps: 1000, networkMps: 1000, count: n(10_000) },
+    { name: "one number held at 20/s, configured at 80/s", senders: ["15550010020"], throughputMps: 80, networkMps: 20, count: n(2_000) },
+    { name: "20 messages to one recipient", senders: ["15550000002"], throughputMps: 80, networkMps: 80, count: 20, oneRecipient: true },
+    {
+      name: "ten numbers at 20/s at once",
+      senders: Array.from({ length: 10 }, (_, i) => `155500${String(i + 2).padStart(2, "0")}0020`),
+      throughputMps: 20,
+      networkMps: 20,
+      count: n(600),
+    },
+  ];
+  /** The network's refusals so far, by code. */
+  const refusals = async () => {
+    const text = await (await fetch(`${consoleUrl}/metrics`)).text();
+    const counts = new Map<string, number>();
+    for (const [, code, value] of text.matchAll(/^msgsvc_network_refusals_total\{code="(\d+)"\} (\S+)$/gm)) counts.set(code!, Number(value));
+    return counts;
+  };
+  try {
+    const { workspace } = await client(WorkspaceService).createWorkspace({ name: "pacing bench", credits: 1_000_000n });
+    const workspaceId = workspace!.id;
+    const { template } = await client(TemplateService).createTemplate({ workspaceId, name: "bench", language: "en", body: "Hello {{name}}, your code is {{code}}" });
+    const rows: string[][] = [];
+    for (const campaign of campaigns) {
+      const senderIds = await Promise.all(
+        campaign.senders.map(async (phoneNumber) => (await client(SenderService).createSender({ workspaceId, phoneNumber, name: phoneNumber, throughputMps: campaign.throughputMps })).sender!.id),
+      );
+      const before = await refusals();
+      const items = senderIds.flatMap((sender, s) =>
+        Array.from({ length: campaign.count }, (_, i) => ({
+          to: campaign.oneRecipient ? "4915190000001" : `49152${String(s).padStart(2, "0")}${String(i).padStart(6, "0")}`,
+          sender,
+          template: { id: template!.id, variables: { name: "Ada", code: String(i) } },
+        })),
+      );
+      const started = Date.now();
+      // 1,000 items a request, a key per 90 requests (each key's budget is 100 a minute).
+      for (let at = 0, k = 0; at < items.length; k++) {
+        const { secret } = await client(ApiKeyService).createApiKey({ workspaceId, name: `bench ${campaign.name} ${k}`, scopes: ["messages:send"], rateLimitPerMin: 100 });
+        for (let r = 0; r < 90 && at < items.length; r++, at += 1000) {
+          const res = await fetch(`http://127.0.0.1:${service.publicPort}/v1/messages:batch`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+            body: JSON.stringify({ messages: items.slice(at, at + 1000) }),
+          });
+          if (res.status !== 200) throw new Error(`pacing bench: a batch answered ${res.status}: ${await res.text()}`);
+        }
+      }
+      const mine = { sender_id: { $in: senderIds } };
+      let convergedAt: Map<string, number> | undefined;
+      let sentAtConvergence = 0;
+      for (;;) {
+        const waiting = await messages.countDocuments({ ...mine, status: "accepted" });
+        if (!convergedAt && Date.now() - started > 15_000) {
+          convergedAt = await refusals();
+          sentAtConvergence = await messages.countDocuments({ ...mine, status: { $ne: "accepted" } });
+        }
+        if (waiting === 0) break;
+        if (Date.now() - started > 900_000) throw new Error(`pacing bench: ${campaign.name}: ${waiting} messages not sent after 15 minutes`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      const after = await refusals();
+      const total = items.length;
+      const refused = (code: string, since = before) => (after.get(code) ?? 0) - (since.get(code) ?? 0);
+      const times = (await messages.find({ ...mine, sent_at: { $ne: null } }, { projection: { sent_at: 1 } }).toArray()).map((m) => m.sent_at!.getTime()).sort((a, b) => a - b);
+      const failed = await messages.countDocuments({ ...mine, status: "failed" });
+      const spanS = times.length > 1 ? (times.at(-1)! - times[0]!) / 1000 : 0;
+      const rate = spanS > 0 ? (times.length - 1) / spanS : Infinity;
+      const allowed = campaign.networkMps * campaign.senders.length;
+      const afterConvergence = convergedAt && total - sentAtConvergence > 0 ? `${((100 * refused("130429", convergedAt)) / (total - sentAtConvergence)).toFixed(2)} %` : "-";
+      rows.push([
+        campaign.name,
+        String(total),
+        `${refused("130429")} (${((100 * refused("130429")) / total).toFixed(2)} %)`,
+        afterConvergence,
+        String(refused("131056")),
+        String(failed),
+        spanS.toFixed(1),
+        Number.isFinite(rate) ? rate.toFixed(1) : "-",
+        `${allowed}`,
+        Number.isFinite(rate) ? `${((100 * rate) / allowed).toFixed(0)} %` : "-",
+      ]);
+    }
+    return `Pacing against the simulator's limits (WhatsApp's: 130429 throughput, 131056 pair rate), ROLE=all, one process\n\n${table(
+      ["campaign", "messages", "130429 refusals", "130429 after 15 s", "131056 refusals", "failed", "first to last sent s", "sent/s", "network allows/s", "of allowed"],
+      rows,
+    )}`;
+  } finally {
+    await mongo.close();
+    await stopProcess(service.child);
+  }
+}
