@@ -9,6 +9,8 @@ const STATUS_TO_PROTO: Record<StoredStatus, MessageStatus> = {
   delivered: MessageStatus.DELIVERED,
   read: MessageStatus.READ,
   failed: MessageStatus.FAILED,
+  scheduled: MessageStatus.SCHEDULED,
+  canceled: MessageStatus.CANCELED,
   received: MessageStatus.UNSPECIFIED,
 };
 
@@ -37,5 +39,8 @@ export function messageToProto(record: MessageRecord): MessageInitShape<typeof M
     deliveredAt: time(record.delivered_at),
     readAt: time(record.read_at),
     failedAt: time(record.failed_at),
+    sendAt: time(record.send_at),
+    validUntil: time(record.valid_until),
+    canceledAt: time(record.canceled_at),
   };
 }

@@ -159,6 +159,9 @@ func readMessage(m *messagingv1.Message) map[string]any {
 		"delivered_at":  isoTime(m.GetDeliveredAt()),
 		"read_at":       isoTime(m.GetReadAt()),
 		"failed_at":     isoTime(m.GetFailedAt()),
+		"send_at":       isoTime(m.GetSendAt()),
+		"valid_until":   isoTime(m.GetValidUntil()),
+		"canceled_at":   isoTime(m.GetCanceledAt()),
 	}
 }
 

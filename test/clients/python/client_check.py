@@ -111,6 +111,9 @@ def read_message(res):
         "delivered_at": iso_time(m, "delivered_at"),
         "read_at": iso_time(m, "read_at"),
         "failed_at": iso_time(m, "failed_at"),
+        "send_at": iso_time(m, "send_at"),
+        "valid_until": iso_time(m, "valid_until"),
+        "canceled_at": iso_time(m, "canceled_at"),
     }
 
 
