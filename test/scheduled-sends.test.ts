@@ -166,6 +166,33 @@ describe("scheduled sends over REST", () => {
     expect((await cancel(scheduled)).json.status).toBe("canceled");
   });
 
+  it("cancels or sends each message canceled at its send_at, never both", async () => {
+    const before = await balance();
+    const sendAt = inSeconds(1.5);
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) ids.push((await send(`491512346101${i}`, { send_at: sendAt.toISOString() })).json.message_id as string);
+    expect(await balance()).toBe(before - 8);
+    // Cancellations spread around send_at, racing the claim that takes the messages.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, sendAt.getTime() - Date.now() - 40)));
+    const answers = await Promise.all(ids.map((id, i) => new Promise((resolve) => setTimeout(resolve, i * 10)).then(() => cancel(id))));
+    for (const [i, answer] of answers.entries()) expect([200, 409], `message ${i}: ${answer.text}`).toContain(answer.status);
+    const canceled = ids.filter((_, i) => answers[i]!.status === 200);
+    const sent = ids.filter((_, i) => answers[i]!.status === 409);
+    for (const id of canceled) {
+      const m = await stored(id);
+      expect(m, id).toMatchObject({ status: "canceled", wa_message_id: null, reports: ["canceled"] });
+      expect(m?.sent_at, id).toBeUndefined();
+    }
+    for (const id of sent) {
+      const m = await eventually(async () => ((await stored(id))?.reports?.includes("sent") ? stored(id) : undefined));
+      expect(m?.status, id).not.toBe("canceled");
+      expect(m?.reports, id).not.toContain("canceled");
+      expect(m?.wa_message_id, id).toMatch(/^wamid\./);
+    }
+    // Exactly the canceled ones are given back.
+    await eventually(async () => ((await balance()) === before - sent.length ? true : undefined));
+  });
+
   it("fails a message whose retry is due after its valid_until as expired when dispatch takes it, refunded, with message.failed", async () => {
     const before = await balance();
     // The simulator's outage number: the first attempt meets an outage, and the retry is due after the validity.

@@ -465,7 +465,8 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
       const { canceled, message } = await messages.cancel(req.id, principalOf(context).apiKeyId, clock.now());
       if (!message) throw notFound("message", req.id);
       if (!canceled) throw notCancelable(message);
-      await deps.inbound.stopped(message);
+      // Canceled: its event and refund follow; should they fail, the sweep completes them (the message marks both).
+      await deps.inbound.stopped(message).catch((err: unknown) => deps.logger.warn({ err, messageId: message._id }, "event or refund of a canceled message not done yet; the sweep completes it"));
       return { message: messageToProto(message) };
     },
     async getMessage(req, context) {
