@@ -83,6 +83,8 @@ describe("scheduled sends over REST", () => {
     const id = res.json.message_id as string;
     expect((await get(id)).json).toMatchObject({ status: "scheduled", send_at: sendAt.toISOString(), valid_until: res.json.valid_until });
     expect(await stored(id)).toMatchObject({ status: "scheduled", due_at: sendAt, lease_owner: null, dispatch: { state: "pending", attempts: 0 } });
+    const listed = await rest(t.publicUrl, "GET", "/v1/messages?status=scheduled&to=4915123460001", { key: key.secret });
+    expect(listed.json.data.map((m: { message_id: string }) => m.message_id)).toEqual([id]);
 
     const sent = await reach(id, "read");
     // Handed to the network at send_at, not before, and soon after (a wake-up, not the next claim 5 s later).
@@ -242,10 +244,15 @@ describe("scheduled sends over REST", () => {
     }
   });
 
-  it("a batch item's send_at refuses the batch, naming the item", async () => {
+  it("a batch item's send_at refuses the batch, naming the item; an item's ttl_seconds is taken", async () => {
     const res = await rest(t.publicUrl, "POST", "/v1/messages:batch", { key: key.secret, body: { messages: [body("4915123460006", { send_at: inSeconds(60).toISOString() })] } });
     expect(res.status).toBe(400);
     expect(res.json.error).toMatchObject({ code: "invalid_argument", details: { field: "messages[0].send_at" } });
+    const withTtl = await rest(t.publicUrl, "POST", "/v1/messages:batch", { key: key.secret, body: { messages: [body("4915123460006", { ttl_seconds: 60 })] } });
+    expect(withTtl.json.accepted_count).toBe(1);
+    const message = withTtl.json.results[0].message;
+    expect(new Date(message.valid_until).getTime() - new Date(message.created_at).getTime()).toBe(60_000);
+    expect(message).toMatchObject({ status: "accepted", send_at: null });
   });
 });
 
