@@ -99,7 +99,7 @@ describe("msgsvc messages", () => {
     // the send here) comes after it however late its answer was read.
     expect(refunded.timeline.map((s: { status: string }) => s.status)).toEqual(["accepted", "sent", "failed"]);
     expect(refunded.refund).toMatchObject({ kind: "refund", amount: 1 });
-    expect(refunded.message.error).toEqual({ code: 131049, title: expect.any(String) });
+    expect(refunded.message.error).toEqual({ code: 131049, title: expect.any(String), reason: null });
 
     const onlyFailed = JSON.parse((await msgsvc(["messages", "list", "--workspace", ws, "--status", "failed", "--json"])).stdout);
     expect(onlyFailed).toMatchObject({ object: "list", total: 1, next_page_token: null, data: [{ message_id: failed }] });

@@ -173,6 +173,11 @@ const expectedAccepted = (enums: EnumStyle) => ({
   delivered_at: null,
   read_at: null,
   failed_at: null,
+  send_at: null,
+  valid_until: expect.stringMatching(ISO_MS),
+  canceled_at: null,
+  queued_reason: null,
+  estimated_send_at: null,
 });
 
 /** Fields of a message that the network's reports change. */

@@ -87,6 +87,11 @@ describe("REST JSON mapping (README, Design §3)", () => {
       delivered_at: null,
       read_at: null,
       failed_at: null,
+      send_at: null,
+      valid_until: null,
+      canceled_at: null,
+      queued_reason: null,
+      estimated_send_at: null,
     });
   });
 
@@ -121,7 +126,7 @@ describe("REST JSON mapping (README, Design §3)", () => {
     expect(read.ok).toBe(false);
     if (!read.ok) {
       expect(read.violations).toEqual([
-        { field: "status", description: "must be one of: accepted, sent, delivered, read, failed" },
+        { field: "status", description: "must be one of: accepted, sent, delivered, read, failed, scheduled, canceled" },
         { field: "credits", description: "must be a whole number" },
         { field: "created_at", description: "must be an ISO 8601 timestamp such as 2026-01-31T12:00:00.000Z" },
         { field: "messageId", description: "is not a known field; did you mean message_id?" },

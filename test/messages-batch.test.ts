@@ -110,7 +110,7 @@ describe("POST /v1/messages:batch", () => {
     expect(badKey.json.error).toMatchObject({ code: "invalid_argument", details: { field: "Idempotency-Key" } });
     const unknownField = await rest(t.publicUrl, "POST", "/v1/messages:batch", { key: w.key.secret, body: { messages: [w.item("4915122221001")], send_at: "2030-01-01T00:00:00Z" } });
     expect(unknownField.json.error).toMatchObject({ code: "invalid_argument", details: { field: "send_at" } });
-    // No scheduled sends yet: an item's send_at is an unknown field, named with its item.
+    // Scheduled sends are single sends: an item's send_at refuses the batch, named with its item.
     const itemSendAt = await w.batch([{ ...w.item("4915122221002"), send_at: "2030-01-01T00:00:00Z" }]);
     expect(itemSendAt.status).toBe(400);
     expect(itemSendAt.json.error).toMatchObject({ code: "invalid_argument", details: { field: "messages[0].send_at" } });

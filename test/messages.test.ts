@@ -235,7 +235,7 @@ describe("POST /v1/messages over REST", () => {
     const res = await send("4915123459990");
     expect(res.json.status).toBe("accepted");
     const failed = await reach(res.json.message_id, "failed");
-    expect(failed.error).toEqual({ code: 131026, title: "Message undeliverable" });
+    expect(failed.error).toEqual({ code: 131026, title: "Message undeliverable", reason: null });
     expect(failed.failed_at).not.toBeNull();
     expect(failed.wa_message_id).toBeNull();
     await eventually(async () => ((await balance()) === before ? true : undefined));
@@ -496,6 +496,8 @@ describe("the messages' indexes and the records of earlier releases", () => {
       const partial = Object.fromEntries(indexes.filter((i) => i.partialFilterExpression).map((i) => [i.name, { key: i.key, filter: i.partialFilterExpression }]));
       expect(partial).toEqual({
         refund_due_by_failure: { key: { failed_at: 1 }, filter: { refund_state: "due" } },
+        refund_due_by_cancel: { key: { canceled_at: 1 }, filter: { refund_state: "due" } },
+        dispatch_pending_by_validity: { key: { valid_until: 1 }, filter: { "dispatch.state": "pending" } },
         events_pending_by_update: { key: { updated_at: 1 }, filter: { "events_pending.0": { $exists: true } } },
       });
       expect(indexes.find((i) => i.name === "queue_due_at")).toMatchObject({ key: { due_at: 1 }, sparse: true });

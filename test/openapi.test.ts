@@ -75,7 +75,7 @@ describe("GET /openapi.json", () => {
     expect(message.properties.created_at).toMatchObject({ type: ["string", "null"], format: "date-time" });
     expect(message.properties.wa_message_id.type).toEqual(["string", "null"]);
     expect(message.properties.error.anyOf).toEqual([{ $ref: "#/components/schemas/MessageError" }, { type: "null" }]);
-    expect(document.components.schemas.MessageStatus.enum).toEqual(["accepted", "sent", "delivered", "read", "failed"]);
+    expect(document.components.schemas.MessageStatus.enum).toEqual(["accepted", "sent", "delivered", "read", "failed", "scheduled", "canceled"]);
     expect(Object.keys(document.components.schemas.ListTemplatesResponse.properties)).toEqual(["object", "data", "total", "next_page_token"]);
     expect(document.components.schemas.SendMessageRequest.additionalProperties).toBe(false);
     expect(document.paths["/v1/messages"].get.parameters.map((p: any) => p.name)).toEqual(["page_size", "page_token", "status", "to"]);

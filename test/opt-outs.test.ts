@@ -165,7 +165,7 @@ describe("WhatsApp's 131050 (the user stopped marketing messages)", () => {
       const m = (await rest(t.publicUrl, "GET", `/v1/messages/${marketing.json.message_id}`, { key: key.secret })).json;
       return m.status === "failed" ? m : undefined;
     });
-    expect(failed.error).toEqual({ code: 131050, title: "User stopped marketing messages" });
+    expect(failed.error).toEqual({ code: 131050, title: "User stopped marketing messages", reason: null });
     const event = await contactEvent("contact.opted_out", to);
     expect(JSON.parse(event.body).data).toMatchObject({ source: "network_error", error_code: 131050, message_id: marketing.json.message_id, keyword: null });
     expect((await send(to)).json.error.code).toBe("recipient_opted_out");

@@ -154,6 +154,19 @@ describe("grpc-js clients made from the loaded definitions", () => {
     expect(refused?.details).toContain("to");
   });
 
+  it("MessageService.CancelMessage: a scheduled send is canceled, a delivered one refused", async () => {
+    const sendAt = { seconds: String(Math.floor(Date.now() / 1000) + 600), nanos: 0 };
+    const scheduled = await unary("MessageService", "SendMessage", { to: RECIPIENT, sender: senderId, template: { id: templateId, variables: { name: "Ada", code: "1" } }, send_at: sendAt });
+    expect(scheduled.message.status).toBe("MESSAGE_STATUS_SCHEDULED");
+    const canceled = await unary("MessageService", "CancelMessage", { id: scheduled.message.message_id });
+    expect(canceled.message.status).toBe("MESSAGE_STATUS_CANCELED");
+    const refused = await unary("MessageService", "CancelMessage", { id: scheduled.message.message_id }).then(
+      () => undefined,
+      (err: grpc.ServiceError) => err,
+    );
+    expect(refused?.code).toBe(grpc.status.FAILED_PRECONDITION);
+  });
+
   it("MessageService.BatchSendMessages and OptOutService.ListOptOuts", async () => {
     const batch = await unary("MessageService", "BatchSendMessages", {
       messages: [

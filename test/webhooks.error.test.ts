@@ -72,7 +72,7 @@ describe("endpoint validation", () => {
     expect(res.json.error.details.field_violations).toEqual([
       { field: "name", description: "must not be blank" },
       { field: "events", description: "must not repeat an item" },
-      { field: "events[1]", description: "must be one of message.sent, message.delivered, message.read, message.failed, message.received, flow.completed, contact.opted_out, contact.opted_in" },
+      { field: "events[1]", description: "must be one of message.sent, message.delivered, message.read, message.failed, message.canceled, message.received, flow.completed, contact.opted_out, contact.opted_in" },
     ]);
     const url = await consoleRest("POST", `/console/v1/workspaces/${ws}/webhook_endpoints`, { name: "n", url: "http://example.com/hook", events: ["message.read"] });
     expect(url.json.error.details.field_violations).toEqual([{ field: "url", description: "must use https" }]);
@@ -111,7 +111,7 @@ describe("endpoint validation", () => {
     expect(bad.status).toBe(400);
     expect(bad.json.error.details.field_violations).toEqual([
       { field: "webhook_endpoint.name", description: "must not be empty" },
-      { field: "webhook_endpoint.events[0]", description: "must be one of message.sent, message.delivered, message.read, message.failed, message.received, flow.completed, contact.opted_out, contact.opted_in" },
+      { field: "webhook_endpoint.events[0]", description: "must be one of message.sent, message.delivered, message.read, message.failed, message.canceled, message.received, flow.completed, contact.opted_out, contact.opted_in" },
       { field: "webhook_endpoint.url", description: "must use https" },
     ]);
     // Without a mask, the fields given with a value change; an unknown mask path is named.

@@ -262,7 +262,7 @@ describe("the callback endpoint", () => {
     const message = (await rest(t.publicUrl, "GET", `/v1/messages/${res.json.message_id}`, { key: key.secret })).json;
     expect(message).toMatchObject({ status: "failed", error: { code: 131026, title: "Message undeliverable" }, failed_at: "2026-11-23T02:15:00.000Z" });
     expect(await balance()).toBe(before);
-    expect((await eventsOf(res.json.message_id)).find((e) => e.type === "message.failed")!.data.error).toEqual({ code: 131026, title: "Message undeliverable" });
+    expect((await eventsOf(res.json.message_id)).find((e) => e.type === "message.failed")!.data.error).toEqual({ code: 131026, title: "Message undeliverable", reason: null });
   });
 
   it("records a text reply as an inbound message and fires message.received", async () => {

@@ -92,7 +92,9 @@ const EVENT_DESCRIPTIONS: Readonly<Record<EventType, string>> = {
   "message.sent": "The messaging network accepted the message.",
   "message.delivered": "The message reached the handset.",
   "message.read": "The recipient opened it; only when the recipient has read receipts on.",
-  "message.failed": "The message will not arrive; `data.error` carries the network's error code and title.",
+  "message.failed":
+    "The message will not arrive; `data.error` carries the network's error code and title (code 0 and `reason` \"expired\" when it was not handed to the network before its `valid_until`); its credits are given back unless it was delivered.",
+  "message.canceled": "Its key canceled the message before it was handed to the network (POST /v1/messages/{id}:cancel); its credits were given back.",
   "message.received": "Somebody replied; `data` describes the reply (`from`, `text`, `reply_to_message_id`).",
   "flow.completed": "A form was submitted; files are listed without contents (GET /v1/flow_responses/{id}/files/{index}).",
   "contact.opted_out":

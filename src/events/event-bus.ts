@@ -60,6 +60,7 @@ export const EVENT_TYPES = [
   "message.delivered",
   "message.read",
   "message.failed",
+  "message.canceled",
   "message.received",
   "flow.completed",
   "contact.opted_out",

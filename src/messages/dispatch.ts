@@ -10,7 +10,7 @@ import { Throttle } from "../ratelimit/throttle.js";
 import type { RateLimiter } from "../ratelimit/rate-limiter.js";
 import { throughputOf, type SenderStore } from "../senders/sender-store.js";
 import type { Inbound } from "./inbound.js";
-import type { DispatchState, MessageRecord, MessageStore, Postponed } from "./message-store.js";
+import { EXPIRED, type DispatchState, type MessageRecord, type MessageStore, type Postponed } from "./message-store.js";
 import { Pacer, type PacingOptions } from "./pacing.js";
 
 /** Retry rules of dispatch (DISPATCH_* configuration). */
@@ -88,6 +88,14 @@ export interface Dispatcher {
   newDispatches(now: Date, count: number): { fields: { dispatch: DispatchState } & Required<Queued>; lease: string | null }[];
   /** Claims now the messages stored waiting (a batch's beyond the room), in a worker process; others leave them to the workers' claims. */
   dispatchWaiting(): void;
+  /**
+   * The dispatch fields of a scheduled send (README "Scheduled sends,
+   * cancellation and validity"): pending, waiting without a lease until
+   * `sendAt`, when the workers' claims take it.
+   */
+  newScheduledDispatch(sendAt: Date): { dispatch: DispatchState } & Required<Queued>;
+  /** A message was stored waiting until `at` (a scheduled send): a wake-up then, in a worker process, when it comes before the next claim. */
+  wakeAt(at: Date): void;
   /** Starts claiming messages that wait (worker role): retries due, and messages whose process stopped. */
   start(): void;
   /** Claims due messages now (the recurring claim job). */
@@ -172,6 +180,8 @@ export function createDispatcher(deps: {
   /** A message handed over by the queue (held here, or claimed), by its dispatch state. */
   async function take({ record: message, lease, lapsedSince }: Taken<MessageRecord>): Promise<void> {
     const state = message.dispatch?.state;
+    // Past its validity and not handed to the network: it fails as expired, never sent (refunded).
+    if (state === "pending" && message.valid_until && message.valid_until.getTime() <= clock.now().getTime()) return fail(message, lease, EXPIRED);
     if (state === "pending") return paced(message, lease);
     if (!lapsedSince) return;
     if (state === "claimed") {
@@ -180,7 +190,7 @@ export function createDispatcher(deps: {
     }
     // Done, its answer recorded but not applied (its process stopped in between).
     if (message.status === "accepted" && message.wa_message_id) await inbound.dispatched(message, message.wa_message_id, clock.now());
-    else if (message.status === "accepted") await fail(message, lease, message.dispatch?.last_error ?? INTERRUPTED);
+    else if (message.status === "accepted" || message.status === "scheduled") await fail(message, lease, message.dispatch?.last_error ?? INTERRUPTED);
     else await messages.completeDispatch(message._id, lease);
   }
 
@@ -258,7 +268,7 @@ export function createDispatcher(deps: {
     }
     const answeredAt = clock.now();
     metrics.messagesDispatched.inc({ outcome: "sent" });
-    metrics.dispatchLag.observe((answeredAt.getTime() - message.created_at.getTime()) / 1000);
+    metrics.dispatchLag.observe((answeredAt.getTime() - (message.send_at ?? message.created_at).getTime()) / 1000);
     await inbound.dispatched(message, networkId, handedAt);
   }
 
@@ -306,6 +316,12 @@ export function createDispatcher(deps: {
     },
     dispatchWaiting() {
       queue.poke();
+    },
+    newScheduledDispatch(sendAt) {
+      return { dispatch: { state: "pending", attempts: 0, claimed_at: null, last_error: null }, ...waiting(sendAt) };
+    },
+    wakeAt(at) {
+      queue.wakeAt(at);
     },
     start() {
       queue.start();

@@ -52,12 +52,21 @@ export interface Inbound {
    * (when the message was handed to the network).
    */
   dispatched(message: MessageRecord, networkMessageId: string, at: Date): Promise<void>;
-  /** Refunds a failed message whose refund is due (idempotent). */
+  /**
+   * What follows a status the service set itself on a message it stopped
+   * before the network had it (MessageStore.cancel, expireWaiting): fires
+   * its event (message.canceled, or message.failed with the message's error)
+   * and gives its credits back. Idempotent; a crash in between is completed
+   * by recover (the event mark and the refund due are on the message).
+   */
+  stopped(message: MessageRecord): Promise<void>;
+  /** Refunds a failed or canceled message whose refund is due (idempotent). */
   refund(message: Pick<MessageRecord, "_id" | "workspace_id" | "credits">): Promise<void>;
   /**
-   * Recovery after a crash: fires the events of status changes made more
-   * than `olderThanMs` ago whose event was not recorded yet, and completes
-   * due refunds. Resolves to the count. (Reports not applied are a queue:
+   * Recovery after a crash: fails as expired the messages waiting for
+   * dispatch past their valid_until (MessageStore.expireWaiting), fires the
+   * events of status changes made more than `olderThanMs` ago whose event
+   * was not recorded yet, and completes due refunds. Resolves to the count. (Reports not applied are a queue:
    * drain.)
    */
   recover(olderThanMs: number): Promise<number>;
@@ -81,6 +90,7 @@ const EVENT_OF: Record<string, EventType> = {
   delivered: "message.delivered",
   read: "message.read",
   failed: "message.failed",
+  canceled: "message.canceled",
   received: "message.received",
 };
 
@@ -227,6 +237,14 @@ export function createInbound(deps: {
   async function afterStatus(updated: MessageRecord, status: StatusReport["status"], at: Date, error: NetworkErrorInfo | null): Promise<void> {
     await publishStatus(updated, status, at, error);
     if (updated.status === "failed" && updated.refund_state === "due" && status === "failed") await refund(updated);
+  }
+
+  /** The event and refund of a message the service stopped itself (Inbound.stopped). */
+  async function stopped(message: MessageRecord): Promise<void> {
+    if (message.status !== "canceled" && message.status !== "failed") return;
+    const at = (message.status === "canceled" ? message.canceled_at : message.failed_at) ?? clock.now();
+    await publishStatus(message, message.status, at, message.status === "failed" ? message.error : null);
+    if (message.refund_state === "due") await refund(message);
   }
 
   /**
@@ -376,6 +394,7 @@ export function createInbound(deps: {
       queue.wakeAt(new Date(now.getTime() + deps.claimTimeoutMs));
     },
     refund,
+    stopped,
     async dispatched(message, networkMessageId, at) {
       // Marked before the write: the network's own "sent", often on its way already, is then known as a repeat.
       const first = !applied.has(`${message._id}:sent`);
@@ -387,11 +406,16 @@ export function createInbound(deps: {
     async recover(olderThanMs) {
       const cutoff = new Date(clock.now().getTime() - olderThanMs);
       let done = 0;
+      // Messages that waited past their validity (a retry due later, a backlog): failed as expired, refunded.
+      for (const message of await messages.expireWaiting(clock.now())) {
+        await stopped(message);
+        done++;
+      }
       // Status changes whose event a stopped process did not record: fire it now (its id makes a repeat harmless).
       const unpublished = await messages.withEventsPending(cutoff);
       for (const message of unpublished) {
         for (const status of message.events_pending ?? []) {
-          const at = message[`${status}_at` as "sent_at"] ?? message.updated_at ?? clock.now();
+          const at = message[`${status}_at` as "sent_at" | "canceled_at"] ?? message.updated_at ?? clock.now();
           await publishStatus(message, status, at, status === "failed" ? message.error : null);
           done++;
         }

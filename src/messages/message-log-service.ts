@@ -36,6 +36,7 @@ function timeline(record: MessageRecord) {
     [MessageStatus.DELIVERED, record.delivered_at],
     [MessageStatus.READ, record.read_at],
     [MessageStatus.FAILED, record.failed_at],
+    [MessageStatus.CANCELED, record.canceled_at],
   ];
   return reached
     .filter((entry): entry is [MessageStatus, Date] => entry[1] instanceof Date)

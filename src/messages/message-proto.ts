@@ -9,6 +9,8 @@ const STATUS_TO_PROTO: Record<StoredStatus, MessageStatus> = {
   delivered: MessageStatus.DELIVERED,
   read: MessageStatus.READ,
   failed: MessageStatus.FAILED,
+  scheduled: MessageStatus.SCHEDULED,
+  canceled: MessageStatus.CANCELED,
   received: MessageStatus.UNSPECIFIED,
 };
 
@@ -23,7 +25,7 @@ const QUEUED_REASON_TO_PROTO = { sender_rate: QueuedReason.SENDER_RATE, recipien
 
 /** The public form of an outbound message (messaging.v1.Message); its queued reason only while it waits (accepted, not handed to the network). */
 export function messageToProto(record: MessageRecord): MessageInitShape<typeof MessageSchema> {
-  const waiting = record.status === "accepted" && record.dispatch?.state === "pending" && record.dispatch.queued_reason ? record.dispatch : null;
+  const waiting = (record.status === "accepted" || record.status === "scheduled") && record.dispatch?.state === "pending" && record.dispatch.queued_reason ? record.dispatch : null;
   return {
     messageId: record._id,
     object: "message",
@@ -40,6 +42,9 @@ export function messageToProto(record: MessageRecord): MessageInitShape<typeof M
     deliveredAt: time(record.delivered_at),
     readAt: time(record.read_at),
     failedAt: time(record.failed_at),
+    sendAt: time(record.send_at),
+    validUntil: time(record.valid_until),
+    canceledAt: time(record.canceled_at),
     ...(waiting ? { queuedReason: QUEUED_REASON_TO_PROTO[waiting.queued_reason!], estimatedSendAt: time(waiting.estimated_send_at) } : {}),
   };
 }

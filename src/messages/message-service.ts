@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import { MessageService, type BatchSendMessagesResultSchema, type SendMessageRequest } from "../../gen/messaging/v1/messages_pb.js";
@@ -19,6 +20,7 @@ import { fingerprintOf, IDEMPOTENCY_KEY_RULE, isValidIdempotencyKey, type Idempo
 import { messageToProto, statusFromProto } from "./message-proto.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Dispatcher } from "./dispatch.js";
+import type { Inbound } from "./inbound.js";
 import type { MessageRecord, MessageStore } from "./message-store.js";
 
 
@@ -36,7 +38,9 @@ export interface MessageServiceDeps {
   /** Whether senders need a WhatsApp phone number ID (NETWORK=whatsapp). */
   requirePhoneNumberId: boolean;
   /** Dispatch: the fields a new message starts with (held by this process, or a batch's beyond its room waiting), and the start of its dispatch. */
-  dispatcher: Pick<Dispatcher, "newDispatch" | "dispatch" | "newDispatches" | "dispatchWaiting">;
+  dispatcher: Pick<Dispatcher, "newDispatch" | "dispatch" | "newDispatches" | "dispatchWaiting" | "newScheduledDispatch" | "wakeAt">;
+  /** The event and refund of a canceled message. */
+  inbound: Pick<Inbound, "stopped">;
   /** Counts accepted sends (msgsvc_messages_accepted_total). */
   metrics: Pick<Metrics, "messagesAccepted">;
   /** The workspaces' opt-out lists: a send to a listed number is refused. */
@@ -48,15 +52,45 @@ export function optedOutError(to: string): ConnectError {
   return apiError("recipient_opted_out", `The recipient ${to} is on the workspace's opt-out list (it asked not to be contacted); nothing was spent`, { phone_number: to });
 }
 
-/** The canonical form of a send's body, as its Idempotency-Key compares it. */
+/** How long a message may wait to be handed to the network when the send names no ttl_seconds, in seconds (24 hours). */
+export const DEFAULT_TTL_SECONDS = 86_400;
+
+/**
+ * The canonical form of a send's body, as its Idempotency-Key compares it
+ * (send_at and ttl_seconds only when given, so that the form of a send
+ * without them is the one earlier releases stored).
+ */
 function canonicalSend(req: SendMessageRequest) {
-  return { to: req.to, sender: req.sender, template: { id: req.template?.id ?? "", variables: req.template?.variables ?? {}, flow_token: req.template?.flow?.token ?? "" } };
+  return {
+    to: req.to,
+    sender: req.sender,
+    template: { id: req.template?.id ?? "", variables: req.template?.variables ?? {}, flow_token: req.template?.flow?.token ?? "" },
+    ...(req.sendAt ? { send_at: timestampDate(req.sendAt).toISOString() } : {}),
+    ...(req.ttlSeconds !== undefined ? { ttl_seconds: req.ttlSeconds } : {}),
+  };
+}
+
+/** The refusal of a cancellation of a message already handed to the network, or under way to it (README "Scheduled sends, cancellation and validity"). */
+function notCancelable(message: MessageRecord): ConnectError {
+  const why =
+    message.status === "scheduled" || message.status === "accepted"
+      ? "it is being handed to the network right now"
+      : message.status === "canceled"
+        ? "it is canceled already"
+        : `it was handed to the network already (status ${message.status})`;
+  return apiError("failed_precondition", `The message ${message._id} cannot be canceled: ${why}; only a scheduled message, or one waiting for dispatch, can be`, {
+    message_id: message._id,
+    status: message.status,
+  });
 }
 
 /**
- * The message a send creates, as stored (status accepted, its dispatch
- * fields from Dispatcher.newDispatch): the send snapshot fixes what dispatch
- * hands the network, whatever later happens to the sender or template.
+ * The message a send creates, as stored (status accepted, or scheduled with
+ * a send_at; its dispatch fields from Dispatcher.newDispatch, or
+ * newScheduledDispatch): the send snapshot fixes what dispatch hands the
+ * network, whatever later happens to the sender or template. Its
+ * valid_until is send_at (or `now`) plus the send's ttl_seconds
+ * (DEFAULT_TTL_SECONDS unless given).
  */
 function newMessageRecord(
   messageId: string,
@@ -71,6 +105,8 @@ function newMessageRecord(
   const variables = req.template?.variables ?? {};
   const givenToken = req.template?.flow?.token ?? "";
   const flowToken = template.flow_id ? givenToken || randomUUID() : null;
+  const sendAt = req.sendAt ? timestampDate(req.sendAt) : null;
+  const ttlMs = (req.ttlSeconds ?? DEFAULT_TTL_SECONDS) * 1000;
   return {
     _id: messageId,
     workspace_id: principal.workspaceId,
@@ -82,7 +118,9 @@ function newMessageRecord(
     template_id: template._id,
     template_category: categoryOf(template),
     flow_token: flowToken,
-    status: "accepted",
+    status: sendAt ? "scheduled" : "accepted",
+    send_at: sendAt,
+    valid_until: new Date((sendAt ?? now).getTime() + ttlMs),
     wa_message_id: null,
     error: null,
     credits: price,
@@ -200,6 +238,14 @@ function checkAgainst(
  *
  * GetMessage and ListMessages (scope messages:read) show only the calling
  * key's messages; another key's message is not_found.
+ *
+ * A send with send_at is stored scheduled, waiting in dispatch's queue until
+ * then; every send gets a valid_until (README "Scheduled sends, cancellation
+ * and validity"). CancelMessage (POST /v1/messages/{id}:cancel, scope
+ * messages:send, the calling key's messages only) cancels a message not yet
+ * handed to the network with one conditional update (MessageStore.cancel),
+ * then fires message.canceled and refunds it; a message handed over or
+ * under way is failed_precondition, an unknown one not_found.
  */
 export function createMessageService(deps: MessageServiceDeps): Partial<ServiceImpl<typeof MessageService>> {
   answerViolationsInHandler(MessageService.method.sendMessage);
@@ -271,7 +317,9 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         const reservation = await credits.reserve(workspaceId, messageId, price);
         if (reservation === null) throw insufficientCredits(price);
         const now = clock.now();
-        const { fields: dispatch, lease } = deps.dispatcher.newDispatch(now);
+        // A scheduled send waits in the queue, due at its send_at; any other is held here and dispatched at once.
+        const sendAt = req.sendAt ? timestampDate(req.sendAt) : null;
+        const { fields: dispatch, lease } = sendAt ? { fields: deps.dispatcher.newScheduledDispatch(sendAt), lease: null } : deps.dispatcher.newDispatch(now);
         const record = newMessageRecord(messageId, req, sender, template, principal, price, now, dispatch);
         try {
           await messages.insert(record);
@@ -282,7 +330,8 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         // Batched with other sends; not awaited: a crash before it is written is completed by the sweep.
         settle(reservation, messageId);
         if (decision?.kind === "proceed") decision.done();
-        deps.dispatcher.dispatch(record, lease);
+        if (lease) deps.dispatcher.dispatch(record, lease);
+        else if (sendAt) deps.dispatcher.wakeAt(sendAt);
         deps.metrics.messagesAccepted.inc();
         return { message: messageToProto(record) };
       } catch (err) {
@@ -297,6 +346,10 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
       const idempotencyKey = context.requestHeader.get("idempotency-key");
       const { whole, byItem } = splitBatchViolations(contractViolationsOf(context));
       if (idempotencyKey !== null && !isValidIdempotencyKey(idempotencyKey)) whole.push({ field: "Idempotency-Key", description: IDEMPOTENCY_KEY_RULE });
+      // Scheduled sends are single sends (README "Batch sends", Decisions): an item's send_at refuses the request.
+      req.messages.forEach((item, i) => {
+        if (item.sendAt) whole.push({ field: `messages[${i}].send_at`, description: "is not taken in a batch: send a scheduled message with POST /v1/messages" });
+      });
       if (whole.length > 0) throw violationsError(whole);
       const items = req.messages;
       const price = deps.priceCredits;
@@ -407,6 +460,14 @@ export function createMessageService(deps: MessageServiceDeps): Partial<ServiceI
         await decision?.abandon();
         throw err;
       }
+    },
+    async cancelMessage(req, context) {
+      const { canceled, message } = await messages.cancel(req.id, principalOf(context).apiKeyId, clock.now());
+      if (!message) throw notFound("message", req.id);
+      if (!canceled) throw notCancelable(message);
+      // Canceled: its event and refund follow; should they fail, the sweep completes them (the message marks both).
+      await deps.inbound.stopped(message).catch((err: unknown) => deps.logger.warn({ err, messageId: message._id }, "event or refund of a canceled message not done yet; the sweep completes it"));
+      return { message: messageToProto(message) };
     },
     async getMessage(req, context) {
       const record = await messages.getForKey(req.id, principalOf(context).apiKeyId);

@@ -7,7 +7,7 @@ import type { Clock } from "../shared/clock.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
 import type { MessageStore } from "./message-store.js";
 
-const STATUSES = ["accepted", "sent", "delivered", "read", "failed"] as const;
+const STATUSES = ["scheduled", "accepted", "sent", "delivered", "read", "failed", "canceled"] as const;
 
 /**
  * Handlers of messaging.console.v1.MessageStatsService: a workspace's

@@ -7,11 +7,22 @@ import { listPage, type Page, type PageRequest } from "../store/pagination.js";
 import { groupInserts, insertEach, type InsertOutcome } from "../store/insert-each.js";
 import { dropIndexIfPresent } from "../store/indexes.js";
 
-/** Statuses of outbound messages in their order; "failed" is final and outside it. */
+/** Statuses of outbound messages in their order once accepted ("scheduled" comes before); "failed" and "canceled" are final and outside it. */
 export const STATUS_ORDER = ["accepted", "sent", "delivered", "read"] as const;
 
-/** Status of a stored message; inbound messages are "received". */
-export type StoredStatus = (typeof STATUS_ORDER)[number] | "failed" | "received";
+/**
+ * Status of a stored message; inbound messages are "received". A scheduled
+ * send is "scheduled" until dispatch takes it (markCalling makes it
+ * "accepted"); "failed" and "canceled" are final (README "Scheduled sends,
+ * cancellation and validity").
+ */
+export type StoredStatus = (typeof STATUS_ORDER)[number] | "scheduled" | "failed" | "canceled" | "received";
+
+/** Statuses of a message not yet handed to the network: it may still be canceled or expire (while its dispatch is pending). */
+export const WAITING_STATUSES = ["scheduled", "accepted"] as const satisfies readonly StoredStatus[];
+
+/** The error of a message not handed to the network before its valid_until (failed, refunded). */
+export const EXPIRED: NetworkErrorInfo = { code: 0, title: "The message was not handed to the network before its valid_until", reason: "expired" };
 
 /** What dispatch hands the network, fixed at acceptance (later archival or edits do not change it). */
 export interface SendSnapshot {
@@ -38,8 +49,10 @@ const EARLIER_DISPATCH_INDEXES = {
 } as const;
 /** A status change marked until its event is stored: `events_pending` has an element (src/messages/inbound.ts). */
 export const EVENTS_PENDING = { "events_pending.0": { $exists: true } } as const;
-/** Failed, its credits not yet given back (src/messages/inbound.ts). */
+/** Failed or canceled, its credits not yet given back (src/messages/inbound.ts). */
 export const REFUND_DUE = { refund_state: "due" } as const;
+/** Not handed to the network yet (the messages sweep looks among them for those past their valid_until). */
+export const DISPATCH_PENDING = { "dispatch.state": "pending" } as const;
 
 /**
  * Dispatch state of an outbound message (the outbox): "pending" until a
@@ -102,6 +115,12 @@ export interface MessageRecord extends Queued {
   delivered_at?: Date | null;
   read_at?: Date | null;
   failed_at?: Date | null;
+  /** When it was canceled (CancelMessage); absent unless canceled. */
+  canceled_at?: Date | null;
+  /** Outbound: when to hand it to the network (a scheduled send's send_at); absent or null when at once. */
+  send_at?: Date | null;
+  /** Outbound: until when it may be handed to the network (created_at or send_at, plus the send's TTL); absent on messages of earlier releases. */
+  valid_until?: Date | null;
   /** Statuses the network reported (each applied once; a repeat is a duplicate). */
   reports?: string[];
   /** Reports that repeated one already applied (and changed nothing). */
@@ -110,7 +129,7 @@ export interface MessageRecord extends Queued {
   events_pending?: string[];
   /** Last status change. */
   updated_at?: Date;
-  /** Refund of a failed outbound message: "due" from the failure until the refund is complete. */
+  /** Refund of a failed or canceled outbound message: "due" from the failure (or cancellation) until the refund is complete. */
   refund_state: "none" | "due" | "done";
   /** Outbound only. */
   send?: SendSnapshot;
@@ -206,8 +225,28 @@ export interface MessageStore {
   isRefunded(id: string): Promise<boolean>;
   /** Messages whose status change's event is not stored yet, changed before `before` (the sweep; at most 1,000). */
   withEventsPending(before: Date): Promise<MessageRecord[]>;
-  /** Failed messages whose refund is due, failed before `before` (the sweep; at most 1,000). */
+  /** Failed or canceled messages whose refund is due, failed or canceled before `before` (the sweep; at most 1,000 of each). */
   withRefundDue(before: Date): Promise<MessageRecord[]>;
+  /**
+   * Cancels outbound message `id` of key `apiKeyId` if it was not handed to
+   * the network: one conditional update that matches only while its status
+   * is scheduled or accepted, its dispatch pending and no lease holds it (or
+   * its lease lapsed), so that dispatch, whose claim needs the lease, and
+   * the cancellation never both win. Canceled: status canceled, canceled_at
+   * `now`, refund due, its event marked, out of dispatch's queue.
+   *
+   * @returns the message after the update; or, when it was not canceled, the message as it is (null: no such message of the key) with `canceled: false`.
+   */
+  cancel(id: string, apiKeyId: string, now: Date): Promise<{ canceled: boolean; message: MessageRecord | null }>;
+  /**
+   * Fails as expired (EXPIRED, refund due, event marked, out of the queue)
+   * the messages whose dispatch is pending and not leased (or whose lease
+   * lapsed) and whose valid_until is before `now`, each with the same
+   * conditional update as cancel (the sweep; at most 1,000).
+   *
+   * @returns the messages failed, after the update.
+   */
+  expireWaiting(now: Date): Promise<MessageRecord[]>;
   /** An outbound message sent by key `apiKeyId`, or null (also for another key's message). */
   getForKey(id: string, apiKeyId: string): Promise<MessageRecord | null>;
   /** Outbound messages of key `apiKeyId`, newest first, optionally by status and recipient. */
@@ -357,7 +396,35 @@ export function createMessageStore(db: Db): MessageStore {
       await collection.updateOne({ _id: id, refund_state: "due" }, { $set: { refund_state: "done" } });
     },
     withEventsPending: (before) => collection.find({ ...EVENTS_PENDING, updated_at: { $lt: before } }).limit(1000).toArray(),
-    withRefundDue: (before) => collection.find({ ...REFUND_DUE, failed_at: { $lt: before } }).limit(1000).toArray(),
+    async withRefundDue(before) {
+      const [failed, canceled] = await Promise.all([
+        collection.find({ ...REFUND_DUE, failed_at: { $lt: before } }).limit(1000).toArray(),
+        collection.find({ ...REFUND_DUE, canceled_at: { $lt: before } }).limit(1000).toArray(),
+      ]);
+      return [...failed, ...canceled];
+    },
+    async cancel(id, apiKeyId, now) {
+      const canceled = await collection.findOneAndUpdate(
+        { _id: id, api_key_id: apiKeyId, direction: "outbound", ...notHandedOver(now) },
+        stopUpdate("canceled", now, { canceled_at: now }),
+        { returnDocument: "after", ...withoutSnapshot },
+      );
+      if (canceled) return { canceled: true, message: canceled };
+      return { canceled: false, message: await collection.findOne({ _id: id, api_key_id: apiKeyId, direction: "outbound" }, withoutSnapshot) };
+    },
+    async expireWaiting(now) {
+      const due = await collection.find({ ...DISPATCH_PENDING, valid_until: { $lt: now } }, { projection: { _id: 1 } }).limit(1000).toArray();
+      const expired: MessageRecord[] = [];
+      for (const { _id } of due) {
+        const message = await collection.findOneAndUpdate(
+          { _id, direction: "outbound", valid_until: { $lt: now }, ...notHandedOver(now) },
+          stopUpdate("failed", now, { failed_at: now, error: EXPIRED }),
+          { returnDocument: "after", ...withoutSnapshot },
+        );
+        if (message) expired.push(message);
+      }
+      return expired;
+    },
     getForKey: (id, apiKeyId) => collection.findOne({ _id: id, api_key_id: apiKeyId, direction: "outbound" }),
     listForKey(apiKeyId, { status, to }, page) {
       const filter: Filter<MessageRecord> = { api_key_id: apiKeyId, direction: "outbound" };
@@ -372,7 +439,8 @@ export function createMessageStore(db: Db): MessageStore {
         claims.map(({ id, lease, now, until }) => ({
           updateOne: {
             filter: { _id: id, "dispatch.state": "pending", ...heldBy(lease) },
-            update: leaseUpdate<MessageRecord>({ kind: "renew", now, until }, { $set: { "dispatch.state": "claimed", "dispatch.claimed_at": now }, $inc: { "dispatch.attempts": 1 } }),
+            // A scheduled message becomes accepted as it is handed over (pending and held, it is scheduled or accepted).
+            update: leaseUpdate<MessageRecord>({ kind: "renew", now, until }, { $set: { status: "accepted", "dispatch.state": "claimed", "dispatch.claimed_at": now }, $inc: { "dispatch.attempts": 1 } }),
           },
         })),
         { ordered: false },
@@ -441,6 +509,9 @@ export function createMessageStore(db: Db): MessageStore {
       }
       // Refunds due (src/messages/inbound.ts, recover).
       await collection.createIndex({ failed_at: 1 }, { name: "refund_due_by_failure", partialFilterExpression: REFUND_DUE });
+      await collection.createIndex({ canceled_at: 1 }, { name: "refund_due_by_cancel", partialFilterExpression: REFUND_DUE });
+      // Messages not handed to the network, by validity (expireWaiting): those done leave it.
+      await collection.createIndex({ valid_until: 1 }, { name: "dispatch_pending_by_validity", partialFilterExpression: DISPATCH_PENDING });
       // Whole-collection indexes of earlier releases, replaced by the partial ones above.
       for (const name of ["dispatch.state_1_dispatch.lease_until_1", "dispatch.state_1_dispatch.claimed_at_1", "refund_state_1"]) await dropIndexIfPresent(collection, name);
     },
@@ -448,11 +519,29 @@ export function createMessageStore(db: Db): MessageStore {
 }
 
 /**
+ * The filter of a message not handed to the network at `now`: scheduled or
+ * accepted, its dispatch pending, and no lease holding it (a lease that
+ * lapsed holds nothing: its holder calls the network only with
+ * DISPATCH_LEASE_MARGIN_MS of it left, src/messages/dispatch.ts).
+ */
+function notHandedOver(now: Date): Filter<MessageRecord> {
+  return { status: { $in: [...WAITING_STATUSES] }, ...DISPATCH_PENDING, $or: [{ lease_owner: null }, { due_at: { $lte: now } }] };
+}
+
+/** The update of a message the service stops itself before it is handed over (canceled, failed as expired): final, refund due, its event marked, out of the queue. */
+function stopUpdate(status: "canceled" | "failed", now: Date, set: Partial<MessageRecord>): UpdateFilter<MessageRecord> {
+  return leaseUpdate<MessageRecord>(
+    { kind: "complete" },
+    { $set: { status, ...set, refund_state: "due", "dispatch.state": "done", updated_at: now }, $addToSet: { reports: status, events_pending: status } },
+  );
+}
+
+/**
  * The two conditional updates that apply a status report to its outbound
  * message, in this order, never reading it first:
  *
  * - forward: the status moves only forward (accepted < sent < delivered <
- *   read); failed only from accepted or sent, and is final, with the error
+ *   read); failed only from scheduled, accepted or sent, and is final, with the error
  *   and a refund due;
  * - late (when forward matched nothing): the status is further on already,
  *   so only the times, the report and its event mark;
@@ -472,7 +561,8 @@ function statusUpdates({ match, status, at, error, set }: StatusWrite, now: Date
   const min = Object.fromEntries(times.map((t) => [`${t}_at`, at]));
   const filter = { ...match, direction: "outbound" as const, reports: { $ne: status } };
   const record = { $addToSet: { reports: status, events_pending: status } };
-  const earlier = status === "failed" ? ["accepted", "sent"] : STATUS_ORDER.slice(0, STATUS_ORDER.indexOf(status));
+  // A scheduled message fails before it is accepted when dispatch finds it expired.
+  const earlier = status === "failed" ? ["scheduled", "accepted", "sent"] : STATUS_ORDER.slice(0, STATUS_ORDER.indexOf(status));
   const forward: Partial<MessageRecord> = status === "failed" ? { status: "failed", error, refund_state: "due" } : { status };
   return {
     forward: { filter: { ...filter, status: { $in: earlier as StoredStatus[] } }, update: { $set: { ...forward, ...set, updated_at: now }, $min: min, ...record } },

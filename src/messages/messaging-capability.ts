@@ -123,6 +123,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
           priceCredits: config.messagePriceCredits,
           requirePhoneNumberId: config.network === "whatsapp",
           dispatcher,
+          inbound,
           metrics: platform.metrics,
           optOuts: platform.stores.optOuts,
         }),

@@ -15,6 +15,8 @@ export interface NetworkErrorInfo {
   code: number;
   /** The network's title for the code. */
   title: string;
+  /** Set when the service failed the message itself, code 0 (messaging.v1.MessageError.reason): "expired". */
+  reason?: string;
 }
 
 /** A template message handed to the network. */

@@ -55,7 +55,7 @@ export function sampleEventData(type: EventType, now: Date): JsonObject {
       messageId: received ? "msg_00000000-0000-4000-8000-000000000001" : TEST_MESSAGE_ID,
       to: received ? "15550000000" : "4915100000000",
       status,
-      waMessageId: "wamid.TEST",
+      waMessageId: type === "message.canceled" ? "" : "wamid.TEST",
       occurredAt,
       error: type === "message.failed" ? { code: 131026, title: "Message undeliverable" } : undefined,
       ...(received ? { from: "4915100000000", text: "This is a test reply", replyToMessageId: TEST_MESSAGE_ID } : {}),

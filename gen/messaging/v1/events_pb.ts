@@ -38,7 +38,7 @@ export type MessageEvent = Message<"messaging.v1.MessageEvent"> & {
 
   /**
    * Event type: "message.sent", "message.delivered", "message.read",
-   * "message.failed" or "message.received".
+   * "message.failed", "message.canceled" or "message.received".
    *
    * @generated from field: string type = 2;
    */
@@ -88,8 +88,8 @@ export type MessageEventData = Message<"messaging.v1.MessageEventData"> & {
   to: string;
 
   /**
-   * Message status, for example "delivered" on message.delivered. On
-   * message.received: "received".
+   * Message status, for example "delivered" on message.delivered, "canceled"
+   * on message.canceled. On message.received: "received".
    *
    * @generated from field: string status = 3;
    */
@@ -111,7 +111,8 @@ export type MessageEventData = Message<"messaging.v1.MessageEventData"> & {
   occurredAt?: Timestamp | undefined;
 
   /**
-   * Null unless message.failed: the network's error code and title.
+   * Null unless message.failed: the network's error code and title (code 0
+   * and a reason such as "expired" when the service failed it itself).
    *
    * @generated from field: messaging.v1.MessageError error = 6;
    */

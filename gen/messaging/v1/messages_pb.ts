@@ -17,7 +17,7 @@ import type { JsonObject, Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file messaging/v1/messages.proto.
  */
 export const file_messaging_v1_messages: GenFile = /*@__PURE__*/
-  fileDesc("ChttZXNzYWdpbmcvdjEvbWVzc2FnZXMucHJvdG8SDG1lc3NhZ2luZy52MSKVAQoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhsKAnRvGAEgASgJQg/gQQK6SAnIAQFyBNC1GAESIgoGc2VuZGVyGAIgASgJQhLgQQK6SAzIAQFyB9q1GANzbmQSPgoIdGVtcGxhdGUYAyABKAsyIS5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VUZW1wbGF0ZUIJ4EECukgDyAEBIvwBChNTZW5kTWVzc2FnZVRlbXBsYXRlEh4KAmlkGAEgASgJQhLgQQK6SAzIAQFyB9q1GAN0cGwSWQoJdmFyaWFibGVzGAIgAygLMjAubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlVGVtcGxhdGUuVmFyaWFibGVzRW50cnlCFOBBAbpIDpoBCyoJcgf4tRgBGIAIEjgKBGZsb3cYAyABKAsyJS5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VUZW1wbGF0ZUZsb3dCA+BBARowCg5WYXJpYWJsZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjkKF1NlbmRNZXNzYWdlVGVtcGxhdGVGbG93Eh4KBXRva2VuGAEgASgJQg/gQQG6SAlyB+i1GAEYyAEiPQoTU2VuZE1lc3NhZ2VSZXNwb25zZRImCgdtZXNzYWdlGAEgASgLMhUubWVzc2FnaW5nLnYxLk1lc3NhZ2UiXgoYQmF0Y2hTZW5kTWVzc2FnZXNSZXF1ZXN0EkIKCG1lc3NhZ2VzGAEgAygLMiAubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlUmVxdWVzdEIO4EECukgIkgEFCAEQ6AciggEKGUJhdGNoU2VuZE1lc3NhZ2VzUmVzcG9uc2USNgoHcmVzdWx0cxgBIAMoCzIlLm1lc3NhZ2luZy52MS5CYXRjaFNlbmRNZXNzYWdlc1Jlc3VsdBIWCg5hY2NlcHRlZF9jb3VudBgCIAEoBRIVCg1yZWZ1c2VkX2NvdW50GAMgASgFIpQBChdCYXRjaFNlbmRNZXNzYWdlc1Jlc3VsdBISCgVpbmRleBgBIAEoBUID4EEDEisKB21lc3NhZ2UYAiABKAsyFS5tZXNzYWdpbmcudjEuTWVzc2FnZUID4EEDEjgKBWVycm9yGAMgASgLMiQubWVzc2FnaW5nLnYxLkJhdGNoU2VuZE1lc3NhZ2VzRXJyb3JCA+BBAyJwChZCYXRjaFNlbmRNZXNzYWdlc0Vycm9yEhEKBGNvZGUYASABKAlCA+BBAxIUCgdtZXNzYWdlGAIgASgJQgPgQQMSLQoHZGV0YWlscxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCA+BBAyIkChFHZXRNZXNzYWdlUmVxdWVzdBIPCgJpZBgBIAEoCUID4EECIjwKEkdldE1lc3NhZ2VSZXNwb25zZRImCgdtZXNzYWdlGAEgASgLMhUubWVzc2FnaW5nLnYxLk1lc3NhZ2UinAEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSHQoJcGFnZV9zaXplGAEgASgFQgrgQQG6SAQaAigAEhcKCnBhZ2VfdG9rZW4YAiABKAlCA+BBARIwCgZzdGF0dXMYAyABKA4yGy5tZXNzYWdpbmcudjEuTWVzc2FnZVN0YXR1c0ID4EEBEhsKAnRvGAQgASgJQg/gQQG6SAnYAQFyBNC1GAEijAEKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIjCgRkYXRhGAIgAygLMhUubWVzc2FnaW5nLnYxLk1lc3NhZ2USDQoFdG90YWwYAyABKAUSHAoPbmV4dF9wYWdlX3Rva2VuGAQgASgJSACIAQFCEgoQX25leHRfcGFnZV90b2tlbiLeBQoHTWVzc2FnZRIXCgptZXNzYWdlX2lkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSDwoCdG8YAyABKAlCA+BBBRITCgZzZW5kZXIYBCABKAlCA+BBBRIYCgt0ZW1wbGF0ZV9pZBgFIAEoCUID4EEDEhwKCmZsb3dfdG9rZW4YBiABKAlCA+BBA0gAiAEBEjAKBnN0YXR1cxgHIAEoDjIbLm1lc3NhZ2luZy52MS5NZXNzYWdlU3RhdHVzQgPgQQMSHwoNd2FfbWVzc2FnZV9pZBgIIAEoCUID4EEDSAGIAQESLgoFZXJyb3IYCSABKAsyGi5tZXNzYWdpbmcudjEuTWVzc2FnZUVycm9yQgPgQQMSFAoHY3JlZGl0cxgKIAEoA0ID4EEDEjMKCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSMAoHc2VudF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI1CgxkZWxpdmVyZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSMAoHcmVhZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIyCglmYWlsZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSOwoNcXVldWVkX3JlYXNvbhgUIAEoDjIaLm1lc3NhZ2luZy52MS5RdWV1ZWRSZWFzb25CA+BBA0gCiAEBEjoKEWVzdGltYXRlZF9zZW5kX2F0GBUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDQg0KC19mbG93X3Rva2VuQhAKDl93YV9tZXNzYWdlX2lkQhAKDl9xdWV1ZWRfcmVhc29uIjUKDE1lc3NhZ2VFcnJvchIRCgRjb2RlGAEgASgFQgPgQQMSEgoFdGl0bGUYAiABKAlCA+BBAypzCgxRdWV1ZWRSZWFzb24SHQoZUVVFVUVEX1JFQVNPTl9VTlNQRUNJRklFRBAAEh0KGVFVRVVFRF9SRUFTT05fU0VOREVSX1JBVEUQARIlCiFRVUVVRURfUkVBU09OX1JFQ0lQSUVOVF9QQUlSX1JBVEUQAiq3AQoNTWVzc2FnZVN0YXR1cxIeChpNRVNTQUdFX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF01FU1NBR0VfU1RBVFVTX0FDQ0VQVEVEEAESFwoTTUVTU0FHRV9TVEFUVVNfU0VOVBACEhwKGE1FU1NBR0VfU1RBVFVTX0RFTElWRVJFRBADEhcKE01FU1NBR0VfU1RBVFVTX1JFQUQQBBIZChVNRVNTQUdFX1NUQVRVU19GQUlMRUQQBTK0BAoOTWVzc2FnZVNlcnZpY2UShQEKC1NlbmRNZXNzYWdlEiAubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlUmVxdWVzdBohLm1lc3NhZ2luZy52MS5TZW5kTWVzc2FnZVJlc3BvbnNlIjGKtRgNbWVzc2FnZXM6c2VuZILT5JMCGjoBKmIHbWVzc2FnZSIML3YxL21lc3NhZ2VzEpQBChFCYXRjaFNlbmRNZXNzYWdlcxImLm1lc3NhZ2luZy52MS5CYXRjaFNlbmRNZXNzYWdlc1JlcXVlc3QaJy5tZXNzYWdpbmcudjEuQmF0Y2hTZW5kTWVzc2FnZXNSZXNwb25zZSIuirUYDW1lc3NhZ2VzOnNlbmSC0+STAhc6ASoiEi92MS9tZXNzYWdlczpiYXRjaBKEAQoKR2V0TWVzc2FnZRIfLm1lc3NhZ2luZy52MS5HZXRNZXNzYWdlUmVxdWVzdBogLm1lc3NhZ2luZy52MS5HZXRNZXNzYWdlUmVzcG9uc2UiM4q1GA1tZXNzYWdlczpyZWFkgtPkkwIcYgdtZXNzYWdlEhEvdjEvbWVzc2FnZXMve2lkfRJ8CgxMaXN0TWVzc2FnZXMSIS5tZXNzYWdpbmcudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBoiLm1lc3NhZ2luZy52MS5MaXN0TWVzc2FnZXNSZXNwb25zZSIlirUYDW1lc3NhZ2VzOnJlYWSC0+STAg4SDC92MS9tZXNzYWdlc2IGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_struct, file_google_protobuf_timestamp, file_messaging_v1_field_rules, file_messaging_v1_options]);
+  fileDesc("ChttZXNzYWdpbmcvdjEvbWVzc2FnZXMucHJvdG8SDG1lc3NhZ2luZy52MSKuAwoSU2VuZE1lc3NhZ2VSZXF1ZXN0EhsKAnRvGAEgASgJQg/gQQK6SAnIAQFyBNC1GAESIgoGc2VuZGVyGAIgASgJQhLgQQK6SAzIAQFyB9q1GANzbmQSPgoIdGVtcGxhdGUYAyABKAsyIS5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VUZW1wbGF0ZUIJ4EECukgDyAEBEtsBCgdzZW5kX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEKtAeBBAbpIpgG6ATMKDnNlbmRfYXQuZnV0dXJlEhVtdXN0IGJlIGluIHRoZSBmdXR1cmUaCnRoaXMgPiBub3e6AW0KFnNlbmRfYXQud2l0aGluXzMwX2RheXMSL211c3QgYmUgYXQgbW9zdCAzMCBkYXlzICgyNTkyMDAwIHNlY29uZHMpIGFoZWFkGiJ0aGlzIDw9IG5vdyArIGR1cmF0aW9uKCcyNTkyMDAwcycpEikKC3R0bF9zZWNvbmRzGAUgASgFQg/gQQG6SAkaBxiAmp4BKAFIAIgBAUIOCgxfdHRsX3NlY29uZHMi/AEKE1NlbmRNZXNzYWdlVGVtcGxhdGUSHgoCaWQYASABKAlCEuBBArpIDMgBAXIH2rUYA3RwbBJZCgl2YXJpYWJsZXMYAiADKAsyMC5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VUZW1wbGF0ZS5WYXJpYWJsZXNFbnRyeUIU4EEBukgOmgELKglyB/i1GAEYgAgSOAoEZmxvdxgDIAEoCzIlLm1lc3NhZ2luZy52MS5TZW5kTWVzc2FnZVRlbXBsYXRlRmxvd0ID4EEBGjAKDlZhcmlhYmxlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiOQoXU2VuZE1lc3NhZ2VUZW1wbGF0ZUZsb3cSHgoFdG9rZW4YASABKAlCD+BBAbpICXIH6LUYARjIASI9ChNTZW5kTWVzc2FnZVJlc3BvbnNlEiYKB21lc3NhZ2UYASABKAsyFS5tZXNzYWdpbmcudjEuTWVzc2FnZSJeChhCYXRjaFNlbmRNZXNzYWdlc1JlcXVlc3QSQgoIbWVzc2FnZXMYASADKAsyIC5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0Qg7gQQK6SAiSAQUIARDoByKCAQoZQmF0Y2hTZW5kTWVzc2FnZXNSZXNwb25zZRI2CgdyZXN1bHRzGAEgAygLMiUubWVzc2FnaW5nLnYxLkJhdGNoU2VuZE1lc3NhZ2VzUmVzdWx0EhYKDmFjY2VwdGVkX2NvdW50GAIgASgFEhUKDXJlZnVzZWRfY291bnQYAyABKAUilAEKF0JhdGNoU2VuZE1lc3NhZ2VzUmVzdWx0EhIKBWluZGV4GAEgASgFQgPgQQMSKwoHbWVzc2FnZRgCIAEoCzIVLm1lc3NhZ2luZy52MS5NZXNzYWdlQgPgQQMSOAoFZXJyb3IYAyABKAsyJC5tZXNzYWdpbmcudjEuQmF0Y2hTZW5kTWVzc2FnZXNFcnJvckID4EEDInAKFkJhdGNoU2VuZE1lc3NhZ2VzRXJyb3ISEQoEY29kZRgBIAEoCUID4EEDEhQKB21lc3NhZ2UYAiABKAlCA+BBAxItCgdkZXRhaWxzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEID4EEDIiQKEUdldE1lc3NhZ2VSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiPAoSR2V0TWVzc2FnZVJlc3BvbnNlEiYKB21lc3NhZ2UYASABKAsyFS5tZXNzYWdpbmcudjEuTWVzc2FnZSInChRDYW5jZWxNZXNzYWdlUmVxdWVzdBIPCgJpZBgBIAEoCUID4EECIj8KFUNhbmNlbE1lc3NhZ2VSZXNwb25zZRImCgdtZXNzYWdlGAEgASgLMhUubWVzc2FnaW5nLnYxLk1lc3NhZ2UinAEKE0xpc3RNZXNzYWdlc1JlcXVlc3QSHQoJcGFnZV9zaXplGAEgASgFQgrgQQG6SAQaAigAEhcKCnBhZ2VfdG9rZW4YAiABKAlCA+BBARIwCgZzdGF0dXMYAyABKA4yGy5tZXNzYWdpbmcudjEuTWVzc2FnZVN0YXR1c0ID4EEBEhsKAnRvGAQgASgJQg/gQQG6SAnYAQFyBNC1GAEijAEKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIjCgRkYXRhGAIgAygLMhUubWVzc2FnaW5nLnYxLk1lc3NhZ2USDQoFdG90YWwYAyABKAUSHAoPbmV4dF9wYWdlX3Rva2VuGAQgASgJSACIAQFCEgoQX25leHRfcGFnZV90b2tlbiL8BgoHTWVzc2FnZRIXCgptZXNzYWdlX2lkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSDwoCdG8YAyABKAlCA+BBBRITCgZzZW5kZXIYBCABKAlCA+BBBRIYCgt0ZW1wbGF0ZV9pZBgFIAEoCUID4EEDEhwKCmZsb3dfdG9rZW4YBiABKAlCA+BBA0gAiAEBEjAKBnN0YXR1cxgHIAEoDjIbLm1lc3NhZ2luZy52MS5NZXNzYWdlU3RhdHVzQgPgQQMSHwoNd2FfbWVzc2FnZV9pZBgIIAEoCUID4EEDSAGIAQESLgoFZXJyb3IYCSABKAsyGi5tZXNzYWdpbmcudjEuTWVzc2FnZUVycm9yQgPgQQMSFAoHY3JlZGl0cxgKIAEoA0ID4EEDEjMKCmNyZWF0ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSMAoHc2VudF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI1CgxkZWxpdmVyZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSMAoHcmVhZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIyCglmYWlsZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSMAoHc2VuZF9hdBgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI0Cgt2YWxpZF91bnRpbBgRIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI0CgtjYW5jZWxlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI7Cg1xdWV1ZWRfcmVhc29uGBMgASgOMhoubWVzc2FnaW5nLnYxLlF1ZXVlZFJlYXNvbkID4EEDSAKIAQESOgoRZXN0aW1hdGVkX3NlbmRfYXQYFCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQNCDQoLX2Zsb3dfdG9rZW5CEAoOX3dhX21lc3NhZ2VfaWRCEAoOX3F1ZXVlZF9yZWFzb24iWgoMTWVzc2FnZUVycm9yEhEKBGNvZGUYASABKAVCA+BBAxISCgV0aXRsZRgCIAEoCUID4EEDEhgKBnJlYXNvbhgDIAEoCUID4EEDSACIAQFCCQoHX3JlYXNvbipzCgxRdWV1ZWRSZWFzb24SHQoZUVVFVUVEX1JFQVNPTl9VTlNQRUNJRklFRBAAEh0KGVFVRVVFRF9SRUFTT05fU0VOREVSX1JBVEUQARIlCiFRVUVVRURfUkVBU09OX1JFQ0lQSUVOVF9QQUlSX1JBVEUQAiryAQoNTWVzc2FnZVN0YXR1cxIeChpNRVNTQUdFX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF01FU1NBR0VfU1RBVFVTX0FDQ0VQVEVEEAESFwoTTUVTU0FHRV9TVEFUVVNfU0VOVBACEhwKGE1FU1NBR0VfU1RBVFVTX0RFTElWRVJFRBADEhcKE01FU1NBR0VfU1RBVFVTX1JFQUQQBBIZChVNRVNTQUdFX1NUQVRVU19GQUlMRUQQBRIcChhNRVNTQUdFX1NUQVRVU19TQ0hFRFVMRUQQBhIbChdNRVNTQUdFX1NUQVRVU19DQU5DRUxFRBAHMs4FCg5NZXNzYWdlU2VydmljZRKFAQoLU2VuZE1lc3NhZ2USIC5tZXNzYWdpbmcudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0GiEubWVzc2FnaW5nLnYxLlNlbmRNZXNzYWdlUmVzcG9uc2UiMYq1GA1tZXNzYWdlczpzZW5kgtPkkwIaOgEqYgdtZXNzYWdlIgwvdjEvbWVzc2FnZXMSlAEKEUJhdGNoU2VuZE1lc3NhZ2VzEiYubWVzc2FnaW5nLnYxLkJhdGNoU2VuZE1lc3NhZ2VzUmVxdWVzdBonLm1lc3NhZ2luZy52MS5CYXRjaFNlbmRNZXNzYWdlc1Jlc3BvbnNlIi6KtRgNbWVzc2FnZXM6c2VuZILT5JMCFzoBKiISL3YxL21lc3NhZ2VzOmJhdGNoEoQBCgpHZXRNZXNzYWdlEh8ubWVzc2FnaW5nLnYxLkdldE1lc3NhZ2VSZXF1ZXN0GiAubWVzc2FnaW5nLnYxLkdldE1lc3NhZ2VSZXNwb25zZSIzirUYDW1lc3NhZ2VzOnJlYWSC0+STAhxiB21lc3NhZ2USES92MS9tZXNzYWdlcy97aWR9EpcBCg1DYW5jZWxNZXNzYWdlEiIubWVzc2FnaW5nLnYxLkNhbmNlbE1lc3NhZ2VSZXF1ZXN0GiMubWVzc2FnaW5nLnYxLkNhbmNlbE1lc3NhZ2VSZXNwb25zZSI9irUYDW1lc3NhZ2VzOnNlbmSC0+STAiY6ASpiB21lc3NhZ2UiGC92MS9tZXNzYWdlcy97aWR9OmNhbmNlbBJ8CgxMaXN0TWVzc2FnZXMSIS5tZXNzYWdpbmcudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBoiLm1lc3NhZ2luZy52MS5MaXN0TWVzc2FnZXNSZXNwb25zZSIlirUYDW1lc3NhZ2VzOnJlYWSC0+STAg4SDC92MS9tZXNzYWdlc2IGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_struct, file_google_protobuf_timestamp, file_messaging_v1_field_rules, file_messaging_v1_options]);
 
 /**
  * Request of SendMessage.
@@ -46,6 +46,25 @@ export type SendMessageRequest = Message$1<"messaging.v1.SendMessageRequest"> & 
    * @generated from field: messaging.v1.SendMessageTemplate template = 3;
    */
   template?: SendMessageTemplate | undefined;
+
+  /**
+   * When to hand the message to the network (a scheduled send): in the
+   * future, at most 30 days ahead. Unset: at once. The credits are spent at
+   * acceptance; the message is scheduled until then and may be canceled.
+   *
+   * @generated from field: google.protobuf.Timestamp send_at = 4;
+   */
+  sendAt?: Timestamp | undefined;
+
+  /**
+   * How long the message may wait to be handed to the network, in seconds,
+   * from its acceptance (or from send_at when scheduled): 1 to 2592000 (30
+   * days); unset: 86400 (24 hours). A message not handed to the network by
+   * then (its valid_until) fails with error reason "expired", refunded.
+   *
+   * @generated from field: optional int32 ttl_seconds = 5;
+   */
+  ttlSeconds?: number | undefined;
 };
 
 /**
@@ -315,6 +334,48 @@ export const GetMessageResponseSchema: GenMessage<GetMessageResponse> = /*@__PUR
   messageDesc(file_messaging_v1_messages, 9);
 
 /**
+ * Request of CancelMessage.
+ *
+ * @generated from message messaging.v1.CancelMessageRequest
+ */
+export type CancelMessageRequest = Message$1<"messaging.v1.CancelMessageRequest"> & {
+  /**
+   * Message identifier. Shape: msg_<uuid>.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message messaging.v1.CancelMessageRequest.
+ * Use `create(CancelMessageRequestSchema)` to create a new message.
+ */
+export const CancelMessageRequestSchema: GenMessage<CancelMessageRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_v1_messages, 10);
+
+/**
+ * Response of CancelMessage: over REST the message itself.
+ *
+ * @generated from message messaging.v1.CancelMessageResponse
+ */
+export type CancelMessageResponse = Message$1<"messaging.v1.CancelMessageResponse"> & {
+  /**
+   * The message, canceled.
+   *
+   * @generated from field: messaging.v1.Message message = 1;
+   */
+  message?: Message | undefined;
+};
+
+/**
+ * Describes the message messaging.v1.CancelMessageResponse.
+ * Use `create(CancelMessageResponseSchema)` to create a new message.
+ */
+export const CancelMessageResponseSchema: GenMessage<CancelMessageResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_v1_messages, 11);
+
+/**
  * Request of ListMessages.
  *
  * @generated from message messaging.v1.ListMessagesRequest
@@ -354,7 +415,7 @@ export type ListMessagesRequest = Message$1<"messaging.v1.ListMessagesRequest"> 
  * Use `create(ListMessagesRequestSchema)` to create a new message.
  */
 export const ListMessagesRequestSchema: GenMessage<ListMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_v1_messages, 10);
+  messageDesc(file_messaging_v1_messages, 12);
 
 /**
  * List envelope of messages (spec §List envelope).
@@ -396,7 +457,7 @@ export type ListMessagesResponse = Message$1<"messaging.v1.ListMessagesResponse"
  * Use `create(ListMessagesResponseSchema)` to create a new message.
  */
 export const ListMessagesResponseSchema: GenMessage<ListMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_v1_messages, 11);
+  messageDesc(file_messaging_v1_messages, 13);
 
 /**
  * A message as read back by the key that sent it.
@@ -510,17 +571,42 @@ export type Message = Message$1<"messaging.v1.Message"> & {
   failedAt?: Timestamp | undefined;
 
   /**
+   * When it is to be handed to the network (the send's send_at); null unless
+   * it was sent scheduled.
+   *
+   * @generated from field: google.protobuf.Timestamp send_at = 16;
+   */
+  sendAt?: Timestamp | undefined;
+
+  /**
+   * Until when it may be handed to the network (created_at, or send_at when
+   * scheduled, plus the send's ttl_seconds); not handed by then, it fails
+   * with error reason "expired". Null for messages accepted before validity
+   * was kept.
+   *
+   * @generated from field: google.protobuf.Timestamp valid_until = 17;
+   */
+  validUntil?: Timestamp | undefined;
+
+  /**
+   * When it was canceled; null unless canceled.
+   *
+   * @generated from field: google.protobuf.Timestamp canceled_at = 18;
+   */
+  canceledAt?: Timestamp | undefined;
+
+  /**
    * While an accepted message waits for its turn under the network's limits
    * (README "Pacing"): why; null once it left, or when it never waited.
    *
-   * @generated from field: optional messaging.v1.QueuedReason queued_reason = 20;
+   * @generated from field: optional messaging.v1.QueuedReason queued_reason = 19;
    */
   queuedReason?: QueuedReason | undefined;
 
   /**
    * While it waits: when it is expected to be handed to the network.
    *
-   * @generated from field: google.protobuf.Timestamp estimated_send_at = 21;
+   * @generated from field: google.protobuf.Timestamp estimated_send_at = 20;
    */
   estimatedSendAt?: Timestamp | undefined;
 };
@@ -530,16 +616,17 @@ export type Message = Message$1<"messaging.v1.Message"> & {
  * Use `create(MessageSchema)` to create a new message.
  */
 export const MessageSchema: GenMessage<Message> = /*@__PURE__*/
-  messageDesc(file_messaging_v1_messages, 12);
+  messageDesc(file_messaging_v1_messages, 14);
 
 /**
- * An error reported by the messaging network.
+ * Why a message failed: an error reported by the messaging network, or
+ * one of the service's own (code 0).
  *
  * @generated from message messaging.v1.MessageError
  */
 export type MessageError = Message$1<"messaging.v1.MessageError"> & {
   /**
-   * The network's error code, for example 131026.
+   * The network's error code, for example 131026; 0 for the service's own.
    *
    * @generated from field: int32 code = 1;
    */
@@ -551,6 +638,14 @@ export type MessageError = Message$1<"messaging.v1.MessageError"> & {
    * @generated from field: string title = 2;
    */
   title: string;
+
+  /**
+   * The service's reason, when it failed the message itself: "expired" (not
+   * handed to the network before its valid_until). Null otherwise.
+   *
+   * @generated from field: optional string reason = 3;
+   */
+  reason?: string | undefined;
 };
 
 /**
@@ -558,7 +653,7 @@ export type MessageError = Message$1<"messaging.v1.MessageError"> & {
  * Use `create(MessageErrorSchema)` to create a new message.
  */
 export const MessageErrorSchema: GenMessage<MessageError> = /*@__PURE__*/
-  messageDesc(file_messaging_v1_messages, 13);
+  messageDesc(file_messaging_v1_messages, 15);
 
 /**
  * Why an accepted message waits in its sender's queue. In JSON: "sender_rate",
@@ -597,8 +692,9 @@ export const QueuedReasonSchema: GenEnum<QueuedReason> = /*@__PURE__*/
   enumDesc(file_messaging_v1_messages, 0);
 
 /**
- * Status of a message. In JSON: "accepted", "sent", "delivered", "read",
- * "failed". The order accepted < sent < delivered < read holds; failed is final.
+ * Status of a message. In JSON: "scheduled", "accepted", "sent",
+ * "delivered", "read", "failed", "canceled". The order scheduled < accepted <
+ * sent < delivered < read holds; failed and canceled are final.
  *
  * @generated from enum messaging.v1.MessageStatus
  */
@@ -644,6 +740,22 @@ export enum MessageStatus {
    * @generated from enum value: MESSAGE_STATUS_FAILED = 5;
    */
   FAILED = 5,
+
+  /**
+   * Accepted with a send_at in the future: waits for it, not yet with the
+   * network (it may be canceled).
+   *
+   * @generated from enum value: MESSAGE_STATUS_SCHEDULED = 6;
+   */
+  SCHEDULED = 6,
+
+  /**
+   * Canceled by its key before it was handed to the network; its credits were
+   * given back. Final.
+   *
+   * @generated from enum value: MESSAGE_STATUS_CANCELED = 7;
+   */
+  CANCELED = 7,
 }
 
 /**
@@ -701,6 +813,22 @@ export const MessageService: GenService<{
     methodKind: "unary";
     input: typeof GetMessageRequestSchema;
     output: typeof GetMessageResponseSchema;
+  },
+  /**
+   * Cancels a message of the calling key that waits to be handed to the
+   * network: scheduled (send_at in the future), or accepted and waiting in the
+   * dispatch queue (not being sent at this instant). The message becomes
+   * canceled, its credits are given back (ledger entry refund:<message id>)
+   * and message.canceled fires. A message being handed to the network or
+   * past it (sent, delivered, read, failed, canceled) is refused with
+   * failed_precondition; a message of another key is not found.
+   *
+   * @generated from rpc messaging.v1.MessageService.CancelMessage
+   */
+  cancelMessage: {
+    methodKind: "unary";
+    input: typeof CancelMessageRequestSchema;
+    output: typeof CancelMessageResponseSchema;
   },
   /**
    * Lists the messages sent by the calling key, newest first.

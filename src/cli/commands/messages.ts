@@ -18,6 +18,8 @@ const STATUSES: Record<string, MessageStatus> = {
   delivered: MessageStatus.DELIVERED,
   read: MessageStatus.READ,
   failed: MessageStatus.FAILED,
+  scheduled: MessageStatus.SCHEDULED,
+  canceled: MessageStatus.CANCELED,
 };
 
 /** Parses `--status`, or throws UsageError naming the statuses. */
@@ -52,7 +54,7 @@ export function messageCommands(ctx: CliContext, env: NodeJS.ProcessEnv = proces
     .command("list")
     .description("list a workspace's outbound messages, newest first")
     .requiredOption("--workspace <id>", "workspace of the messages")
-    .option("--status <status>", "only this status: accepted, sent, delivered, read or failed")
+    .option("--status <status>", "only this status: accepted, sent, delivered, read, failed, scheduled or canceled")
     .option("--to <number>", "only messages to this number (digits with country code)", "")
     .option("--since <when>", "created at or after: a duration back from now (1h, 30m, 7d) or an ISO time")
     .option("--until <when>", "created before: a duration back from now or an ISO time")

@@ -56,7 +56,7 @@ export function workspaceCommands(ctx: CliContext): Command {
       const json = toRestJson(GetMessageStatsResponseSchema, await ctx.client(MessageStatsService).getMessageStats({ workspaceId: id, since: since(o.since) }));
       if (o.json) return ctx.printJson(json);
       const byStatus = json.by_status as Record<string, number>;
-      ctx.say(formatTable(["accepted", "sent", "delivered", "read", "failed"].map((status) => ({ status, messages: byStatus[status] ?? 0 })), ["status", "messages"]), false);
+      ctx.say(formatTable(["accepted", "sent", "delivered", "read", "failed", "scheduled", "canceled"].map((status) => ({ status, messages: byStatus[status] ?? 0 })), ["status", "messages"]), false);
       ctx.say(`\nAll time: ${json.total} messages. Since ${json.since}: ${json.recent} sent, ${json.recent_replies} replies.`, false);
     });
   return workspaces;

@@ -7,7 +7,7 @@ import { renderOptOuts } from "/opt-outs.js";
 const state = { token: sessionStorage.getItem("console-token"), me: null, workspaces: [], workspaceId: null };
 const app = document.getElementById("app");
 /** Event types an endpoint may select (spec §Events). */
-const EVENT_TYPES = ["message.sent", "message.delivered", "message.read", "message.failed", "message.received", "flow.completed", "contact.opted_out", "contact.opted_in"];
+const EVENT_TYPES = ["message.sent", "message.delivered", "message.read", "message.failed", "message.canceled", "message.received", "flow.completed", "contact.opted_out", "contact.opted_in"];
 const SCOPES = ["senders:read", "templates:read", "messages:send", "messages:read", "webhooks:read", "flow_responses:read"];
 
 /** Builds an element: el("td", { class: "x", onclick: f }, "text", child…). */
@@ -212,7 +212,7 @@ async function renderOverview(body) {
     api("GET", `${ws()}/credit_ledger?page_size=10`),
   ]);
   const stat = (label, value, test) => el("div", { class: "stat" }, el("span", { class: "muted" }, label), el("b", { class: "num", "data-test": test }, value));
-  const statuses = ["accepted", "sent", "delivered", "read", "failed"];
+  const statuses = ["accepted", "sent", "delivered", "read", "failed", "scheduled", "canceled"];
   fill(
     body,
     el("section", { class: "card" },
@@ -645,7 +645,7 @@ async function renderMessages(body) {
   const page = await api("GET", `${ws()}/messages?${params}`);
 
   const status = el("select", { id: "message-status" }, el("option", { value: "" }, "any status"),
-    ["accepted", "sent", "delivered", "read", "failed"].map((s) => el("option", { value: s, selected: s === query.get("status") }, s)));
+    ["accepted", "sent", "delivered", "read", "failed", "scheduled", "canceled"].map((s) => el("option", { value: s, selected: s === query.get("status") }, s)));
   const to = el("input", { type: "text", id: "message-to", inputmode: "numeric", placeholder: "4915112345678", value: query.get("to") ?? "" });
   const since = el("select", { id: "message-since" },
     [["all", "any time"], ["1h", "last hour"], ["24h", "last 24 hours"], ["7d", "last 7 days"]].map(([v, label]) => el("option", { value: v, selected: v === range }, label)));

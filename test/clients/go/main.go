@@ -143,22 +143,31 @@ func readMessage(m *messagingv1.Message) map[string]any {
 	if m.GetError() != nil {
 		messageError = map[string]any{"code": m.GetError().GetCode(), "title": m.GetError().GetTitle()}
 	}
+	var queuedReason any
+	if m.QueuedReason != nil {
+		queuedReason = m.GetQueuedReason().String()
+	}
 	return map[string]any{
-		"message_id":    m.GetMessageId(),
-		"object":        m.GetObject(),
-		"to":            m.GetTo(),
-		"sender":        m.GetSender(),
-		"template_id":   m.GetTemplateId(),
-		"flow_token":    optional(m.FlowToken),
-		"status":        m.GetStatus().String(),
-		"wa_message_id": optional(m.WaMessageId),
-		"error":         messageError,
-		"credits":       m.GetCredits(),
-		"created_at":    isoTime(m.GetCreatedAt()),
-		"sent_at":       isoTime(m.GetSentAt()),
-		"delivered_at":  isoTime(m.GetDeliveredAt()),
-		"read_at":       isoTime(m.GetReadAt()),
-		"failed_at":     isoTime(m.GetFailedAt()),
+		"message_id":        m.GetMessageId(),
+		"object":            m.GetObject(),
+		"to":                m.GetTo(),
+		"sender":            m.GetSender(),
+		"template_id":       m.GetTemplateId(),
+		"flow_token":        optional(m.FlowToken),
+		"status":            m.GetStatus().String(),
+		"wa_message_id":     optional(m.WaMessageId),
+		"error":             messageError,
+		"credits":           m.GetCredits(),
+		"created_at":        isoTime(m.GetCreatedAt()),
+		"sent_at":           isoTime(m.GetSentAt()),
+		"delivered_at":      isoTime(m.GetDeliveredAt()),
+		"read_at":           isoTime(m.GetReadAt()),
+		"failed_at":         isoTime(m.GetFailedAt()),
+		"send_at":           isoTime(m.GetSendAt()),
+		"valid_until":       isoTime(m.GetValidUntil()),
+		"canceled_at":       isoTime(m.GetCanceledAt()),
+		"queued_reason":     queuedReason,
+		"estimated_send_at": isoTime(m.GetEstimatedSendAt()),
 	}
 }
 

@@ -111,6 +111,11 @@ def read_message(res):
         "delivered_at": iso_time(m, "delivered_at"),
         "read_at": iso_time(m, "read_at"),
         "failed_at": iso_time(m, "failed_at"),
+        "send_at": iso_time(m, "send_at"),
+        "valid_until": iso_time(m, "valid_until"),
+        "canceled_at": iso_time(m, "canceled_at"),
+        "queued_reason": messages_pb2.QueuedReason.Name(m.queued_reason) if m.HasField("queued_reason") else None,
+        "estimated_send_at": iso_time(m, "estimated_send_at"),
     }
 
 

@@ -31,7 +31,7 @@ type MessageEvent struct {
 	// across retries of the same event.
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// Event type: "message.sent", "message.delivered", "message.read",
-	// "message.failed" or "message.received".
+	// "message.failed", "message.canceled" or "message.received".
 	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
 	// Creation time of the event.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
@@ -107,15 +107,16 @@ type MessageEventData struct {
 	// Recipient number, digits only with country code. On message.received,
 	// the workspace's sender number that received the reply.
 	To string `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
-	// Message status, for example "delivered" on message.delivered. On
-	// message.received: "received".
+	// Message status, for example "delivered" on message.delivered, "canceled"
+	// on message.canceled. On message.received: "received".
 	Status string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
 	// Identifier assigned by the messaging network; empty on a message.failed
 	// of a message the network refused before accepting it.
 	WaMessageId string `protobuf:"bytes,4,opt,name=wa_message_id,json=waMessageId,proto3" json:"wa_message_id,omitempty"`
 	// When the status change happened on the network side.
 	OccurredAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
-	// Null unless message.failed: the network's error code and title.
+	// Null unless message.failed: the network's error code and title (code 0
+	// and a reason such as "expired" when the service failed it itself).
 	Error *MessageError `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
 	// On message.received: the number that replied; null otherwise.
 	From *string `protobuf:"bytes,7,opt,name=from,proto3,oneof" json:"from,omitempty"`

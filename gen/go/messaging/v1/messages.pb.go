@@ -80,8 +80,9 @@ func (QueuedReason) EnumDescriptor() ([]byte, []int) {
 	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{0}
 }
 
-// Status of a message. In JSON: "accepted", "sent", "delivered", "read",
-// "failed". The order accepted < sent < delivered < read holds; failed is final.
+// Status of a message. In JSON: "scheduled", "accepted", "sent",
+// "delivered", "read", "failed", "canceled". The order scheduled < accepted <
+// sent < delivered < read holds; failed and canceled are final.
 type MessageStatus int32
 
 const (
@@ -97,6 +98,12 @@ const (
 	MessageStatus_MESSAGE_STATUS_READ MessageStatus = 4
 	// The message will not arrive.
 	MessageStatus_MESSAGE_STATUS_FAILED MessageStatus = 5
+	// Accepted with a send_at in the future: waits for it, not yet with the
+	// network (it may be canceled).
+	MessageStatus_MESSAGE_STATUS_SCHEDULED MessageStatus = 6
+	// Canceled by its key before it was handed to the network; its credits were
+	// given back. Final.
+	MessageStatus_MESSAGE_STATUS_CANCELED MessageStatus = 7
 )
 
 // Enum value maps for MessageStatus.
@@ -108,6 +115,8 @@ var (
 		3: "MESSAGE_STATUS_DELIVERED",
 		4: "MESSAGE_STATUS_READ",
 		5: "MESSAGE_STATUS_FAILED",
+		6: "MESSAGE_STATUS_SCHEDULED",
+		7: "MESSAGE_STATUS_CANCELED",
 	}
 	MessageStatus_value = map[string]int32{
 		"MESSAGE_STATUS_UNSPECIFIED": 0,
@@ -116,6 +125,8 @@ var (
 		"MESSAGE_STATUS_DELIVERED":   3,
 		"MESSAGE_STATUS_READ":        4,
 		"MESSAGE_STATUS_FAILED":      5,
+		"MESSAGE_STATUS_SCHEDULED":   6,
+		"MESSAGE_STATUS_CANCELED":    7,
 	}
 )
 
@@ -155,7 +166,16 @@ type SendMessageRequest struct {
 	// (with NETWORK=whatsapp: one with a WhatsApp phone number ID).
 	Sender string `protobuf:"bytes,2,opt,name=sender,proto3" json:"sender,omitempty"`
 	// The template and the values of its variables.
-	Template      *SendMessageTemplate `protobuf:"bytes,3,opt,name=template,proto3" json:"template,omitempty"`
+	Template *SendMessageTemplate `protobuf:"bytes,3,opt,name=template,proto3" json:"template,omitempty"`
+	// When to hand the message to the network (a scheduled send): in the
+	// future, at most 30 days ahead. Unset: at once. The credits are spent at
+	// acceptance; the message is scheduled until then and may be canceled.
+	SendAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=send_at,json=sendAt,proto3" json:"send_at,omitempty"`
+	// How long the message may wait to be handed to the network, in seconds,
+	// from its acceptance (or from send_at when scheduled): 1 to 2592000 (30
+	// days); unset: 86400 (24 hours). A message not handed to the network by
+	// then (its valid_until) fails with error reason "expired", refunded.
+	TtlSeconds    *int32 `protobuf:"varint,5,opt,name=ttl_seconds,json=ttlSeconds,proto3,oneof" json:"ttl_seconds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -209,6 +229,20 @@ func (x *SendMessageRequest) GetTemplate() *SendMessageTemplate {
 		return x.Template
 	}
 	return nil
+}
+
+func (x *SendMessageRequest) GetSendAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SendAt
+	}
+	return nil
+}
+
+func (x *SendMessageRequest) GetTtlSeconds() int32 {
+	if x != nil && x.TtlSeconds != nil {
+		return *x.TtlSeconds
+	}
+	return 0
 }
 
 // The template part of a send.
@@ -711,6 +745,98 @@ func (x *GetMessageResponse) GetMessage() *Message {
 	return nil
 }
 
+// Request of CancelMessage.
+type CancelMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Message identifier. Shape: msg_<uuid>.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelMessageRequest) Reset() {
+	*x = CancelMessageRequest{}
+	mi := &file_messaging_v1_messages_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelMessageRequest) ProtoMessage() {}
+
+func (x *CancelMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_messaging_v1_messages_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelMessageRequest.ProtoReflect.Descriptor instead.
+func (*CancelMessageRequest) Descriptor() ([]byte, []int) {
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CancelMessageRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// Response of CancelMessage: over REST the message itself.
+type CancelMessageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The message, canceled.
+	Message       *Message `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelMessageResponse) Reset() {
+	*x = CancelMessageResponse{}
+	mi := &file_messaging_v1_messages_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelMessageResponse) ProtoMessage() {}
+
+func (x *CancelMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_messaging_v1_messages_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelMessageResponse.ProtoReflect.Descriptor instead.
+func (*CancelMessageResponse) Descriptor() ([]byte, []int) {
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CancelMessageResponse) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
 // Request of ListMessages.
 type ListMessagesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -728,7 +854,7 @@ type ListMessagesRequest struct {
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_messaging_v1_messages_proto_msgTypes[10]
+	mi := &file_messaging_v1_messages_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +866,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_messaging_v1_messages_proto_msgTypes[10]
+	mi := &file_messaging_v1_messages_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +879,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{10}
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListMessagesRequest) GetPageSize() int32 {
@@ -801,7 +927,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_messaging_v1_messages_proto_msgTypes[11]
+	mi := &file_messaging_v1_messages_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +939,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_messaging_v1_messages_proto_msgTypes[11]
+	mi := &file_messaging_v1_messages_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +952,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{11}
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListMessagesResponse) GetObject() string {
@@ -890,18 +1016,28 @@ type Message struct {
 	ReadAt *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=read_at,json=readAt,proto3" json:"read_at,omitempty"`
 	// When it failed; null unless failed.
 	FailedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=failed_at,json=failedAt,proto3" json:"failed_at,omitempty"`
+	// When it is to be handed to the network (the send's send_at); null unless
+	// it was sent scheduled.
+	SendAt *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=send_at,json=sendAt,proto3" json:"send_at,omitempty"`
+	// Until when it may be handed to the network (created_at, or send_at when
+	// scheduled, plus the send's ttl_seconds); not handed by then, it fails
+	// with error reason "expired". Null for messages accepted before validity
+	// was kept.
+	ValidUntil *timestamppb.Timestamp `protobuf:"bytes,17,opt,name=valid_until,json=validUntil,proto3" json:"valid_until,omitempty"`
+	// When it was canceled; null unless canceled.
+	CanceledAt *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=canceled_at,json=canceledAt,proto3" json:"canceled_at,omitempty"`
 	// While an accepted message waits for its turn under the network's limits
 	// (README "Pacing"): why; null once it left, or when it never waited.
-	QueuedReason *QueuedReason `protobuf:"varint,20,opt,name=queued_reason,json=queuedReason,proto3,enum=messaging.v1.QueuedReason,oneof" json:"queued_reason,omitempty"`
+	QueuedReason *QueuedReason `protobuf:"varint,19,opt,name=queued_reason,json=queuedReason,proto3,enum=messaging.v1.QueuedReason,oneof" json:"queued_reason,omitempty"`
 	// While it waits: when it is expected to be handed to the network.
-	EstimatedSendAt *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=estimated_send_at,json=estimatedSendAt,proto3" json:"estimated_send_at,omitempty"`
+	EstimatedSendAt *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=estimated_send_at,json=estimatedSendAt,proto3" json:"estimated_send_at,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Message) Reset() {
 	*x = Message{}
-	mi := &file_messaging_v1_messages_proto_msgTypes[12]
+	mi := &file_messaging_v1_messages_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -913,7 +1049,7 @@ func (x *Message) String() string {
 func (*Message) ProtoMessage() {}
 
 func (x *Message) ProtoReflect() protoreflect.Message {
-	mi := &file_messaging_v1_messages_proto_msgTypes[12]
+	mi := &file_messaging_v1_messages_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -926,7 +1062,7 @@ func (x *Message) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Message.ProtoReflect.Descriptor instead.
 func (*Message) Descriptor() ([]byte, []int) {
-	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{12}
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Message) GetMessageId() string {
@@ -1034,6 +1170,27 @@ func (x *Message) GetFailedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Message) GetSendAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SendAt
+	}
+	return nil
+}
+
+func (x *Message) GetValidUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ValidUntil
+	}
+	return nil
+}
+
+func (x *Message) GetCanceledAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CanceledAt
+	}
+	return nil
+}
+
 func (x *Message) GetQueuedReason() QueuedReason {
 	if x != nil && x.QueuedReason != nil {
 		return *x.QueuedReason
@@ -1048,20 +1205,24 @@ func (x *Message) GetEstimatedSendAt() *timestamppb.Timestamp {
 	return nil
 }
 
-// An error reported by the messaging network.
+// Why a message failed: an error reported by the messaging network, or
+// one of the service's own (code 0).
 type MessageError struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The network's error code, for example 131026.
+	// The network's error code, for example 131026; 0 for the service's own.
 	Code int32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
 	// The network's title for the code, for example "Message undeliverable".
-	Title         string `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Title string `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	// The service's reason, when it failed the message itself: "expired" (not
+	// handed to the network before its valid_until). Null otherwise.
+	Reason        *string `protobuf:"bytes,3,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MessageError) Reset() {
 	*x = MessageError{}
-	mi := &file_messaging_v1_messages_proto_msgTypes[13]
+	mi := &file_messaging_v1_messages_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1073,7 +1234,7 @@ func (x *MessageError) String() string {
 func (*MessageError) ProtoMessage() {}
 
 func (x *MessageError) ProtoReflect() protoreflect.Message {
-	mi := &file_messaging_v1_messages_proto_msgTypes[13]
+	mi := &file_messaging_v1_messages_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1086,7 +1247,7 @@ func (x *MessageError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageError.ProtoReflect.Descriptor instead.
 func (*MessageError) Descriptor() ([]byte, []int) {
-	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{13}
+	return file_messaging_v1_messages_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MessageError) GetCode() int32 {
@@ -1103,15 +1264,29 @@ func (x *MessageError) GetTitle() string {
 	return ""
 }
 
+func (x *MessageError) GetReason() string {
+	if x != nil && x.Reason != nil {
+		return *x.Reason
+	}
+	return ""
+}
+
 var File_messaging_v1_messages_proto protoreflect.FileDescriptor
 
 const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\n" +
-	"\x1bmessaging/v1/messages.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xab\x01\n" +
+	"\x1bmessaging/v1/messages.proto\x12\fmessaging.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xd8\x03\n" +
 	"\x12SendMessageRequest\x12\x1f\n" +
 	"\x02to\x18\x01 \x01(\tB\x0f\xe0A\x02\xbaH\t\xc8\x01\x01r\x04е\x18\x01R\x02to\x12*\n" +
 	"\x06sender\x18\x02 \x01(\tB\x12\xe0A\x02\xbaH\f\xc8\x01\x01r\aڵ\x18\x03sndR\x06sender\x12H\n" +
-	"\btemplate\x18\x03 \x01(\v2!.messaging.v1.SendMessageTemplateB\t\xe0A\x02\xbaH\x03\xc8\x01\x01R\btemplate\"\x9d\x02\n" +
+	"\btemplate\x18\x03 \x01(\v2!.messaging.v1.SendMessageTemplateB\t\xe0A\x02\xbaH\x03\xc8\x01\x01R\btemplate\x12\xe3\x01\n" +
+	"\asend_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampB\xad\x01\xe0A\x01\xbaH\xa6\x01\xba\x013\n" +
+	"\x0esend_at.future\x12\x15must be in the future\x1a\n" +
+	"this > now\xba\x01m\n" +
+	"\x16send_at.within_30_days\x12/must be at most 30 days (2592000 seconds) ahead\x1a\"this <= now + duration('2592000s')R\x06sendAt\x125\n" +
+	"\vttl_seconds\x18\x05 \x01(\x05B\x0f\xe0A\x01\xbaH\t\x1a\a\x18\x80\x9a\x9e\x01(\x01H\x00R\n" +
+	"ttlSeconds\x88\x01\x01B\x0e\n" +
+	"\f_ttl_seconds\"\x9d\x02\n" +
 	"\x13SendMessageTemplate\x12\"\n" +
 	"\x02id\x18\x01 \x01(\tB\x12\xe0A\x02\xbaH\f\xc8\x01\x01r\aڵ\x18\x03tplR\x02id\x12d\n" +
 	"\tvariables\x18\x02 \x03(\v20.messaging.v1.SendMessageTemplate.VariablesEntryB\x14\xe0A\x01\xbaH\x0e\x9a\x01\v*\tr\a\xf8\xb5\x18\x01\x18\x80\bR\tvariables\x12>\n" +
@@ -1140,6 +1315,10 @@ const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\x11GetMessageRequest\x12\x13\n" +
 	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x02R\x02id\"E\n" +
 	"\x12GetMessageResponse\x12/\n" +
+	"\amessage\x18\x01 \x01(\v2\x15.messaging.v1.MessageR\amessage\"+\n" +
+	"\x14CancelMessageRequest\x12\x13\n" +
+	"\x02id\x18\x01 \x01(\tB\x03\xe0A\x02R\x02id\"H\n" +
+	"\x15CancelMessageResponse\x12/\n" +
 	"\amessage\x18\x01 \x01(\v2\x15.messaging.v1.MessageR\amessage\"\xbd\x01\n" +
 	"\x13ListMessagesRequest\x12'\n" +
 	"\tpage_size\x18\x01 \x01(\x05B\n" +
@@ -1153,7 +1332,7 @@ const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\x04data\x18\x02 \x03(\v2\x15.messaging.v1.MessageR\x04data\x12\x14\n" +
 	"\x05total\x18\x03 \x01(\x05R\x05total\x12+\n" +
 	"\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01B\x12\n" +
-	"\x10_next_page_token\"\x8a\a\n" +
+	"\x10_next_page_token\"\xc8\b\n" +
 	"\aMessage\x12\"\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tB\x03\xe0A\x03R\tmessageId\x12\x1b\n" +
@@ -1174,31 +1353,41 @@ const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\asent_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\x06sentAt\x12B\n" +
 	"\fdelivered_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\vdeliveredAt\x128\n" +
 	"\aread_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\x06readAt\x12<\n" +
-	"\tfailed_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\bfailedAt\x12I\n" +
-	"\rqueued_reason\x18\x14 \x01(\x0e2\x1a.messaging.v1.QueuedReasonB\x03\xe0A\x03H\x02R\fqueuedReason\x88\x01\x01\x12K\n" +
-	"\x11estimated_send_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\x0festimatedSendAtB\r\n" +
+	"\tfailed_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\bfailedAt\x128\n" +
+	"\asend_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\x06sendAt\x12@\n" +
+	"\vvalid_until\x18\x11 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
+	"validUntil\x12@\n" +
+	"\vcanceled_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
+	"canceledAt\x12I\n" +
+	"\rqueued_reason\x18\x13 \x01(\x0e2\x1a.messaging.v1.QueuedReasonB\x03\xe0A\x03H\x02R\fqueuedReason\x88\x01\x01\x12K\n" +
+	"\x11estimated_send_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\x0festimatedSendAtB\r\n" +
 	"\v_flow_tokenB\x10\n" +
 	"\x0e_wa_message_idB\x10\n" +
-	"\x0e_queued_reason\"B\n" +
+	"\x0e_queued_reason\"o\n" +
 	"\fMessageError\x12\x17\n" +
 	"\x04code\x18\x01 \x01(\x05B\x03\xe0A\x03R\x04code\x12\x19\n" +
-	"\x05title\x18\x02 \x01(\tB\x03\xe0A\x03R\x05title*s\n" +
+	"\x05title\x18\x02 \x01(\tB\x03\xe0A\x03R\x05title\x12 \n" +
+	"\x06reason\x18\x03 \x01(\tB\x03\xe0A\x03H\x00R\x06reason\x88\x01\x01B\t\n" +
+	"\a_reason*s\n" +
 	"\fQueuedReason\x12\x1d\n" +
 	"\x19QUEUED_REASON_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19QUEUED_REASON_SENDER_RATE\x10\x01\x12%\n" +
-	"!QUEUED_REASON_RECIPIENT_PAIR_RATE\x10\x02*\xb7\x01\n" +
+	"!QUEUED_REASON_RECIPIENT_PAIR_RATE\x10\x02*\xf2\x01\n" +
 	"\rMessageStatus\x12\x1e\n" +
 	"\x1aMESSAGE_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17MESSAGE_STATUS_ACCEPTED\x10\x01\x12\x17\n" +
 	"\x13MESSAGE_STATUS_SENT\x10\x02\x12\x1c\n" +
 	"\x18MESSAGE_STATUS_DELIVERED\x10\x03\x12\x17\n" +
 	"\x13MESSAGE_STATUS_READ\x10\x04\x12\x19\n" +
-	"\x15MESSAGE_STATUS_FAILED\x10\x052\xb4\x04\n" +
+	"\x15MESSAGE_STATUS_FAILED\x10\x05\x12\x1c\n" +
+	"\x18MESSAGE_STATUS_SCHEDULED\x10\x06\x12\x1b\n" +
+	"\x17MESSAGE_STATUS_CANCELED\x10\a2\xce\x05\n" +
 	"\x0eMessageService\x12\x85\x01\n" +
 	"\vSendMessage\x12 .messaging.v1.SendMessageRequest\x1a!.messaging.v1.SendMessageResponse\"1\x8a\xb5\x18\rmessages:send\x82\xd3\xe4\x93\x02\x1a:\x01*b\amessage\"\f/v1/messages\x12\x94\x01\n" +
 	"\x11BatchSendMessages\x12&.messaging.v1.BatchSendMessagesRequest\x1a'.messaging.v1.BatchSendMessagesResponse\".\x8a\xb5\x18\rmessages:send\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/v1/messages:batch\x12\x84\x01\n" +
 	"\n" +
-	"GetMessage\x12\x1f.messaging.v1.GetMessageRequest\x1a .messaging.v1.GetMessageResponse\"3\x8a\xb5\x18\rmessages:read\x82\xd3\xe4\x93\x02\x1cb\amessage\x12\x11/v1/messages/{id}\x12|\n" +
+	"GetMessage\x12\x1f.messaging.v1.GetMessageRequest\x1a .messaging.v1.GetMessageResponse\"3\x8a\xb5\x18\rmessages:read\x82\xd3\xe4\x93\x02\x1cb\amessage\x12\x11/v1/messages/{id}\x12\x97\x01\n" +
+	"\rCancelMessage\x12\".messaging.v1.CancelMessageRequest\x1a#.messaging.v1.CancelMessageResponse\"=\x8a\xb5\x18\rmessages:send\x82\xd3\xe4\x93\x02&:\x01*b\amessage\"\x18/v1/messages/{id}:cancel\x12|\n" +
 	"\fListMessages\x12!.messaging.v1.ListMessagesRequest\x1a\".messaging.v1.ListMessagesResponse\"%\x8a\xb5\x18\rmessages:read\x82\xd3\xe4\x93\x02\x0e\x12\f/v1/messagesB\xa5\x01\n" +
 	"\x10com.messaging.v1B\rMessagesProtoP\x01Z1messaging-service/gen/go/messaging/v1;messagingv1\xa2\x02\x03MXX\xaa\x02\fMessaging.V1\xca\x02\fMessaging\\V1\xe2\x02\x18Messaging\\V1\\GPBMetadata\xea\x02\rMessaging::V1b\x06proto3"
 
@@ -1215,7 +1404,7 @@ func file_messaging_v1_messages_proto_rawDescGZIP() []byte {
 }
 
 var file_messaging_v1_messages_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_messaging_v1_messages_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_messaging_v1_messages_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_messaging_v1_messages_proto_goTypes = []any{
 	(QueuedReason)(0),                 // 0: messaging.v1.QueuedReason
 	(MessageStatus)(0),                // 1: messaging.v1.MessageStatus
@@ -1229,49 +1418,58 @@ var file_messaging_v1_messages_proto_goTypes = []any{
 	(*BatchSendMessagesError)(nil),    // 9: messaging.v1.BatchSendMessagesError
 	(*GetMessageRequest)(nil),         // 10: messaging.v1.GetMessageRequest
 	(*GetMessageResponse)(nil),        // 11: messaging.v1.GetMessageResponse
-	(*ListMessagesRequest)(nil),       // 12: messaging.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),      // 13: messaging.v1.ListMessagesResponse
-	(*Message)(nil),                   // 14: messaging.v1.Message
-	(*MessageError)(nil),              // 15: messaging.v1.MessageError
-	nil,                               // 16: messaging.v1.SendMessageTemplate.VariablesEntry
-	(*structpb.Struct)(nil),           // 17: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 18: google.protobuf.Timestamp
+	(*CancelMessageRequest)(nil),      // 12: messaging.v1.CancelMessageRequest
+	(*CancelMessageResponse)(nil),     // 13: messaging.v1.CancelMessageResponse
+	(*ListMessagesRequest)(nil),       // 14: messaging.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),      // 15: messaging.v1.ListMessagesResponse
+	(*Message)(nil),                   // 16: messaging.v1.Message
+	(*MessageError)(nil),              // 17: messaging.v1.MessageError
+	nil,                               // 18: messaging.v1.SendMessageTemplate.VariablesEntry
+	(*timestamppb.Timestamp)(nil),     // 19: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),           // 20: google.protobuf.Struct
 }
 var file_messaging_v1_messages_proto_depIdxs = []int32{
 	3,  // 0: messaging.v1.SendMessageRequest.template:type_name -> messaging.v1.SendMessageTemplate
-	16, // 1: messaging.v1.SendMessageTemplate.variables:type_name -> messaging.v1.SendMessageTemplate.VariablesEntry
-	4,  // 2: messaging.v1.SendMessageTemplate.flow:type_name -> messaging.v1.SendMessageTemplateFlow
-	14, // 3: messaging.v1.SendMessageResponse.message:type_name -> messaging.v1.Message
-	2,  // 4: messaging.v1.BatchSendMessagesRequest.messages:type_name -> messaging.v1.SendMessageRequest
-	8,  // 5: messaging.v1.BatchSendMessagesResponse.results:type_name -> messaging.v1.BatchSendMessagesResult
-	14, // 6: messaging.v1.BatchSendMessagesResult.message:type_name -> messaging.v1.Message
-	9,  // 7: messaging.v1.BatchSendMessagesResult.error:type_name -> messaging.v1.BatchSendMessagesError
-	17, // 8: messaging.v1.BatchSendMessagesError.details:type_name -> google.protobuf.Struct
-	14, // 9: messaging.v1.GetMessageResponse.message:type_name -> messaging.v1.Message
-	1,  // 10: messaging.v1.ListMessagesRequest.status:type_name -> messaging.v1.MessageStatus
-	14, // 11: messaging.v1.ListMessagesResponse.data:type_name -> messaging.v1.Message
-	1,  // 12: messaging.v1.Message.status:type_name -> messaging.v1.MessageStatus
-	15, // 13: messaging.v1.Message.error:type_name -> messaging.v1.MessageError
-	18, // 14: messaging.v1.Message.created_at:type_name -> google.protobuf.Timestamp
-	18, // 15: messaging.v1.Message.sent_at:type_name -> google.protobuf.Timestamp
-	18, // 16: messaging.v1.Message.delivered_at:type_name -> google.protobuf.Timestamp
-	18, // 17: messaging.v1.Message.read_at:type_name -> google.protobuf.Timestamp
-	18, // 18: messaging.v1.Message.failed_at:type_name -> google.protobuf.Timestamp
-	0,  // 19: messaging.v1.Message.queued_reason:type_name -> messaging.v1.QueuedReason
-	18, // 20: messaging.v1.Message.estimated_send_at:type_name -> google.protobuf.Timestamp
-	2,  // 21: messaging.v1.MessageService.SendMessage:input_type -> messaging.v1.SendMessageRequest
-	6,  // 22: messaging.v1.MessageService.BatchSendMessages:input_type -> messaging.v1.BatchSendMessagesRequest
-	10, // 23: messaging.v1.MessageService.GetMessage:input_type -> messaging.v1.GetMessageRequest
-	12, // 24: messaging.v1.MessageService.ListMessages:input_type -> messaging.v1.ListMessagesRequest
-	5,  // 25: messaging.v1.MessageService.SendMessage:output_type -> messaging.v1.SendMessageResponse
-	7,  // 26: messaging.v1.MessageService.BatchSendMessages:output_type -> messaging.v1.BatchSendMessagesResponse
-	11, // 27: messaging.v1.MessageService.GetMessage:output_type -> messaging.v1.GetMessageResponse
-	13, // 28: messaging.v1.MessageService.ListMessages:output_type -> messaging.v1.ListMessagesResponse
-	25, // [25:29] is the sub-list for method output_type
-	21, // [21:25] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	19, // 1: messaging.v1.SendMessageRequest.send_at:type_name -> google.protobuf.Timestamp
+	18, // 2: messaging.v1.SendMessageTemplate.variables:type_name -> messaging.v1.SendMessageTemplate.VariablesEntry
+	4,  // 3: messaging.v1.SendMessageTemplate.flow:type_name -> messaging.v1.SendMessageTemplateFlow
+	16, // 4: messaging.v1.SendMessageResponse.message:type_name -> messaging.v1.Message
+	2,  // 5: messaging.v1.BatchSendMessagesRequest.messages:type_name -> messaging.v1.SendMessageRequest
+	8,  // 6: messaging.v1.BatchSendMessagesResponse.results:type_name -> messaging.v1.BatchSendMessagesResult
+	16, // 7: messaging.v1.BatchSendMessagesResult.message:type_name -> messaging.v1.Message
+	9,  // 8: messaging.v1.BatchSendMessagesResult.error:type_name -> messaging.v1.BatchSendMessagesError
+	20, // 9: messaging.v1.BatchSendMessagesError.details:type_name -> google.protobuf.Struct
+	16, // 10: messaging.v1.GetMessageResponse.message:type_name -> messaging.v1.Message
+	16, // 11: messaging.v1.CancelMessageResponse.message:type_name -> messaging.v1.Message
+	1,  // 12: messaging.v1.ListMessagesRequest.status:type_name -> messaging.v1.MessageStatus
+	16, // 13: messaging.v1.ListMessagesResponse.data:type_name -> messaging.v1.Message
+	1,  // 14: messaging.v1.Message.status:type_name -> messaging.v1.MessageStatus
+	17, // 15: messaging.v1.Message.error:type_name -> messaging.v1.MessageError
+	19, // 16: messaging.v1.Message.created_at:type_name -> google.protobuf.Timestamp
+	19, // 17: messaging.v1.Message.sent_at:type_name -> google.protobuf.Timestamp
+	19, // 18: messaging.v1.Message.delivered_at:type_name -> google.protobuf.Timestamp
+	19, // 19: messaging.v1.Message.read_at:type_name -> google.protobuf.Timestamp
+	19, // 20: messaging.v1.Message.failed_at:type_name -> google.protobuf.Timestamp
+	19, // 21: messaging.v1.Message.send_at:type_name -> google.protobuf.Timestamp
+	19, // 22: messaging.v1.Message.valid_until:type_name -> google.protobuf.Timestamp
+	19, // 23: messaging.v1.Message.canceled_at:type_name -> google.protobuf.Timestamp
+	0,  // 24: messaging.v1.Message.queued_reason:type_name -> messaging.v1.QueuedReason
+	19, // 25: messaging.v1.Message.estimated_send_at:type_name -> google.protobuf.Timestamp
+	2,  // 26: messaging.v1.MessageService.SendMessage:input_type -> messaging.v1.SendMessageRequest
+	6,  // 27: messaging.v1.MessageService.BatchSendMessages:input_type -> messaging.v1.BatchSendMessagesRequest
+	10, // 28: messaging.v1.MessageService.GetMessage:input_type -> messaging.v1.GetMessageRequest
+	12, // 29: messaging.v1.MessageService.CancelMessage:input_type -> messaging.v1.CancelMessageRequest
+	14, // 30: messaging.v1.MessageService.ListMessages:input_type -> messaging.v1.ListMessagesRequest
+	5,  // 31: messaging.v1.MessageService.SendMessage:output_type -> messaging.v1.SendMessageResponse
+	7,  // 32: messaging.v1.MessageService.BatchSendMessages:output_type -> messaging.v1.BatchSendMessagesResponse
+	11, // 33: messaging.v1.MessageService.GetMessage:output_type -> messaging.v1.GetMessageResponse
+	13, // 34: messaging.v1.MessageService.CancelMessage:output_type -> messaging.v1.CancelMessageResponse
+	15, // 35: messaging.v1.MessageService.ListMessages:output_type -> messaging.v1.ListMessagesResponse
+	31, // [31:36] is the sub-list for method output_type
+	26, // [26:31] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_messaging_v1_messages_proto_init() }
@@ -1281,15 +1479,17 @@ func file_messaging_v1_messages_proto_init() {
 	}
 	file_messaging_v1_field_rules_proto_init()
 	file_messaging_v1_options_proto_init()
-	file_messaging_v1_messages_proto_msgTypes[11].OneofWrappers = []any{}
-	file_messaging_v1_messages_proto_msgTypes[12].OneofWrappers = []any{}
+	file_messaging_v1_messages_proto_msgTypes[0].OneofWrappers = []any{}
+	file_messaging_v1_messages_proto_msgTypes[13].OneofWrappers = []any{}
+	file_messaging_v1_messages_proto_msgTypes[14].OneofWrappers = []any{}
+	file_messaging_v1_messages_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messaging_v1_messages_proto_rawDesc), len(file_messaging_v1_messages_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,7 @@ const (
 	MessageService_SendMessage_FullMethodName       = "/messaging.v1.MessageService/SendMessage"
 	MessageService_BatchSendMessages_FullMethodName = "/messaging.v1.MessageService/BatchSendMessages"
 	MessageService_GetMessage_FullMethodName        = "/messaging.v1.MessageService/GetMessage"
+	MessageService_CancelMessage_FullMethodName     = "/messaging.v1.MessageService/CancelMessage"
 	MessageService_ListMessages_FullMethodName      = "/messaging.v1.MessageService/ListMessages"
 )
 
@@ -51,6 +52,14 @@ type MessageServiceClient interface {
 	// Returns a message sent by the calling key. A message sent by another key,
 	// even of the same workspace, is not found.
 	GetMessage(ctx context.Context, in *GetMessageRequest, opts ...grpc.CallOption) (*GetMessageResponse, error)
+	// Cancels a message of the calling key that waits to be handed to the
+	// network: scheduled (send_at in the future), or accepted and waiting in the
+	// dispatch queue (not being sent at this instant). The message becomes
+	// canceled, its credits are given back (ledger entry refund:<message id>)
+	// and message.canceled fires. A message being handed to the network or
+	// past it (sent, delivered, read, failed, canceled) is refused with
+	// failed_precondition; a message of another key is not found.
+	CancelMessage(ctx context.Context, in *CancelMessageRequest, opts ...grpc.CallOption) (*CancelMessageResponse, error)
 	// Lists the messages sent by the calling key, newest first.
 	ListMessages(ctx context.Context, in *ListMessagesRequest, opts ...grpc.CallOption) (*ListMessagesResponse, error)
 }
@@ -93,6 +102,16 @@ func (c *messageServiceClient) GetMessage(ctx context.Context, in *GetMessageReq
 	return out, nil
 }
 
+func (c *messageServiceClient) CancelMessage(ctx context.Context, in *CancelMessageRequest, opts ...grpc.CallOption) (*CancelMessageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelMessageResponse)
+	err := c.cc.Invoke(ctx, MessageService_CancelMessage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *messageServiceClient) ListMessages(ctx context.Context, in *ListMessagesRequest, opts ...grpc.CallOption) (*ListMessagesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListMessagesResponse)
@@ -129,6 +148,14 @@ type MessageServiceServer interface {
 	// Returns a message sent by the calling key. A message sent by another key,
 	// even of the same workspace, is not found.
 	GetMessage(context.Context, *GetMessageRequest) (*GetMessageResponse, error)
+	// Cancels a message of the calling key that waits to be handed to the
+	// network: scheduled (send_at in the future), or accepted and waiting in the
+	// dispatch queue (not being sent at this instant). The message becomes
+	// canceled, its credits are given back (ledger entry refund:<message id>)
+	// and message.canceled fires. A message being handed to the network or
+	// past it (sent, delivered, read, failed, canceled) is refused with
+	// failed_precondition; a message of another key is not found.
+	CancelMessage(context.Context, *CancelMessageRequest) (*CancelMessageResponse, error)
 	// Lists the messages sent by the calling key, newest first.
 	ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error)
 	mustEmbedUnimplementedMessageServiceServer()
@@ -149,6 +176,9 @@ func (UnimplementedMessageServiceServer) BatchSendMessages(context.Context, *Bat
 }
 func (UnimplementedMessageServiceServer) GetMessage(context.Context, *GetMessageRequest) (*GetMessageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetMessage not implemented")
+}
+func (UnimplementedMessageServiceServer) CancelMessage(context.Context, *CancelMessageRequest) (*CancelMessageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelMessage not implemented")
 }
 func (UnimplementedMessageServiceServer) ListMessages(context.Context, *ListMessagesRequest) (*ListMessagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListMessages not implemented")
@@ -228,6 +258,24 @@ func _MessageService_GetMessage_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MessageService_CancelMessage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelMessageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MessageServiceServer).CancelMessage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MessageService_CancelMessage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MessageServiceServer).CancelMessage(ctx, req.(*CancelMessageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _MessageService_ListMessages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListMessagesRequest)
 	if err := dec(in); err != nil {
@@ -264,6 +312,10 @@ var MessageService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetMessage",
 			Handler:    _MessageService_GetMessage_Handler,
+		},
+		{
+			MethodName: "CancelMessage",
+			Handler:    _MessageService_CancelMessage_Handler,
 		},
 		{
 			MethodName: "ListMessages",

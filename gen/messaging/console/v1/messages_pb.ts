@@ -177,7 +177,7 @@ export type GetMessageResponse = Message<"messaging.console.v1.GetMessageRespons
 
   /**
    * Statuses it reached, in order of time: "accepted" first, then "sent",
-   * "delivered", "read" or "failed" as reported.
+   * "delivered", "read" or "failed" as reported, or "canceled".
    *
    * @generated from field: repeated messaging.console.v1.MessageStatusChange timeline = 3;
    */
@@ -191,7 +191,7 @@ export type GetMessageResponse = Message<"messaging.console.v1.GetMessageRespons
   charge?: CreditLedgerEntry | undefined;
 
   /**
-   * The refund of a failed message; null when none was made.
+   * The refund of a failed or canceled message; null when none was made.
    *
    * @generated from field: messaging.console.v1.CreditLedgerEntry refund = 5;
    */

@@ -31,7 +31,7 @@ from messaging.v1 import field_rules_pb2 as messaging_dot_v1_dot_field__rules__p
 from messaging.v1 import options_pb2 as messaging_dot_v1_dot_options__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bmessaging/v1/messages.proto\x12\x0cmessaging.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xab\x01\n\x12SendMessageRequest\x12\x1f\n\x02to\x18\x01 \x01(\tB\x0f\xe0\x41\x02\xbaH\tr\x04\xd0\xb5\x18\x01\xc8\x01\x01R\x02to\x12*\n\x06sender\x18\x02 \x01(\tB\x12\xe0\x41\x02\xbaH\x0cr\x07\xda\xb5\x18\x03snd\xc8\x01\x01R\x06sender\x12H\n\x08template\x18\x03 \x01(\x0b\x32!.messaging.v1.SendMessageTemplateB\t\xe0\x41\x02\xbaH\x03\xc8\x01\x01R\x08template\"\x9d\x02\n\x13SendMessageTemplate\x12\"\n\x02id\x18\x01 \x01(\tB\x12\xe0\x41\x02\xbaH\x0cr\x07\xda\xb5\x18\x03tpl\xc8\x01\x01R\x02id\x12\x64\n\tvariables\x18\x02 \x03(\x0b\x32\x30.messaging.v1.SendMessageTemplate.VariablesEntryB\x14\xe0\x41\x01\xbaH\x0e\x9a\x01\x0b*\tr\x07\x18\x80\x08\xf8\xb5\x18\x01R\tvariables\x12>\n\x04\x66low\x18\x03 \x01(\x0b\x32%.messaging.v1.SendMessageTemplateFlowB\x03\xe0\x41\x01R\x04\x66low\x1a<\n\x0eVariablesEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"@\n\x17SendMessageTemplateFlow\x12%\n\x05token\x18\x01 \x01(\tB\x0f\xe0\x41\x01\xbaH\tr\x07\x18\xc8\x01\xe8\xb5\x18\x01R\x05token\"F\n\x13SendMessageResponse\x12/\n\x07message\x18\x01 \x01(\x0b\x32\x15.messaging.v1.MessageR\x07message\"h\n\x18\x42\x61tchSendMessagesRequest\x12L\n\x08messages\x18\x01 \x03(\x0b\x32 .messaging.v1.SendMessageRequestB\x0e\xe0\x41\x02\xbaH\x08\x92\x01\x05\x08\x01\x10\xe8\x07R\x08messages\"\xa8\x01\n\x19\x42\x61tchSendMessagesResponse\x12?\n\x07results\x18\x01 \x03(\x0b\x32%.messaging.v1.BatchSendMessagesResultR\x07results\x12%\n\x0e\x61\x63\x63\x65pted_count\x18\x02 \x01(\x05R\racceptedCount\x12#\n\rrefused_count\x18\x03 \x01(\x05R\x0crefusedCount\"\xab\x01\n\x17\x42\x61tchSendMessagesResult\x12\x19\n\x05index\x18\x01 \x01(\x05\x42\x03\xe0\x41\x03R\x05index\x12\x34\n\x07message\x18\x02 \x01(\x0b\x32\x15.messaging.v1.MessageB\x03\xe0\x41\x03R\x07message\x12?\n\x05\x65rror\x18\x03 \x01(\x0b\x32$.messaging.v1.BatchSendMessagesErrorB\x03\xe0\x41\x03R\x05\x65rror\"\x88\x01\n\x16\x42\x61tchSendMessagesError\x12\x17\n\x04\x63ode\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x04\x63ode\x12\x1d\n\x07message\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x07message\x12\x36\n\x07\x64\x65tails\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructB\x03\xe0\x41\x03R\x07\x64\x65tails\"(\n\x11GetMessageRequest\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x02R\x02id\"E\n\x12GetMessageResponse\x12/\n\x07message\x18\x01 \x01(\x0b\x32\x15.messaging.v1.MessageR\x07message\"\xbd\x01\n\x13ListMessagesRequest\x12\'\n\tpage_size\x18\x01 \x01(\x05\x42\n\xe0\x41\x01\xbaH\x04\x1a\x02(\x00R\x08pageSize\x12\"\n\npage_token\x18\x02 \x01(\tB\x03\xe0\x41\x01R\tpageToken\x12\x38\n\x06status\x18\x03 \x01(\x0e\x32\x1b.messaging.v1.MessageStatusB\x03\xe0\x41\x01R\x06status\x12\x1f\n\x02to\x18\x04 \x01(\tB\x0f\xe0\x41\x01\xbaH\tr\x04\xd0\xb5\x18\x01\xd8\x01\x01R\x02to\"\xb0\x01\n\x14ListMessagesResponse\x12\x16\n\x06object\x18\x01 \x01(\tR\x06object\x12)\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x15.messaging.v1.MessageR\x04\x64\x61ta\x12\x14\n\x05total\x18\x03 \x01(\x05R\x05total\x12+\n\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01\x42\x12\n\x10_next_page_token\"\x8a\x07\n\x07Message\x12\"\n\nmessage_id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\tmessageId\x12\x1b\n\x06object\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x06object\x12\x13\n\x02to\x18\x03 \x01(\tB\x03\xe0\x41\x05R\x02to\x12\x1b\n\x06sender\x18\x04 \x01(\tB\x03\xe0\x41\x05R\x06sender\x12$\n\x0btemplate_id\x18\x05 \x01(\tB\x03\xe0\x41\x03R\ntemplateId\x12\'\n\nflow_token\x18\x06 \x01(\tB\x03\xe0\x41\x03H\x00R\tflowToken\x88\x01\x01\x12\x38\n\x06status\x18\x07 \x01(\x0e\x32\x1b.messaging.v1.MessageStatusB\x03\xe0\x41\x03R\x06status\x12,\n\rwa_message_id\x18\x08 \x01(\tB\x03\xe0\x41\x03H\x01R\x0bwaMessageId\x88\x01\x01\x12\x35\n\x05\x65rror\x18\t \x01(\x0b\x32\x1a.messaging.v1.MessageErrorB\x03\xe0\x41\x03R\x05\x65rror\x12\x1d\n\x07\x63redits\x18\n \x01(\x03\x42\x03\xe0\x41\x03R\x07\x63redits\x12>\n\ncreated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\tcreatedAt\x12\x38\n\x07sent_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\x06sentAt\x12\x42\n\x0c\x64\x65livered_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\x0b\x64\x65liveredAt\x12\x38\n\x07read_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\x06readAt\x12<\n\tfailed_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\x08\x66\x61iledAt\x12I\n\rqueued_reason\x18\x14 \x01(\x0e\x32\x1a.messaging.v1.QueuedReasonB\x03\xe0\x41\x03H\x02R\x0cqueuedReason\x88\x01\x01\x12K\n\x11\x65stimated_send_at\x18\x15 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\x0f\x65stimatedSendAtB\r\n\x0b_flow_tokenB\x10\n\x0e_wa_message_idB\x10\n\x0e_queued_reason\"B\n\x0cMessageError\x12\x17\n\x04\x63ode\x18\x01 \x01(\x05\x42\x03\xe0\x41\x03R\x04\x63ode\x12\x19\n\x05title\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x05title*s\n\x0cQueuedReason\x12\x1d\n\x19QUEUED_REASON_UNSPECIFIED\x10\x00\x12\x1d\n\x19QUEUED_REASON_SENDER_RATE\x10\x01\x12%\n!QUEUED_REASON_RECIPIENT_PAIR_RATE\x10\x02*\xb7\x01\n\rMessageStatus\x12\x1e\n\x1aMESSAGE_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n\x17MESSAGE_STATUS_ACCEPTED\x10\x01\x12\x17\n\x13MESSAGE_STATUS_SENT\x10\x02\x12\x1c\n\x18MESSAGE_STATUS_DELIVERED\x10\x03\x12\x17\n\x13MESSAGE_STATUS_READ\x10\x04\x12\x19\n\x15MESSAGE_STATUS_FAILED\x10\x05\x32\xb4\x04\n\x0eMessageService\x12\x85\x01\n\x0bSendMessage\x12 .messaging.v1.SendMessageRequest\x1a!.messaging.v1.SendMessageResponse\"1\x8a\xb5\x18\rmessages:send\x82\xd3\xe4\x93\x02\x1a\"\x0c/v1/messages:\x01*b\x07message\x12\x94\x01\n\x11\x42\x61tchSendMessages\x12&.messaging.v1.BatchSendMessagesRequest\x1a\'.messaging.v1.BatchSendMessagesResponse\".\x8a\xb5\x18\rmessages:send\x82\xd3\xe4\x93\x02\x17\"\x12/v1/messages:batch:\x01*\x12\x84\x01\n\nGetMessage\x12\x1f.messaging.v1.GetMessageRequest\x1a .messaging.v1.GetMessageResponse\"3\x8a\xb5\x18\rmessages:read\x82\xd3\xe4\x93\x02\x1c\x12\x11/v1/messages/{id}b\x07message\x12|\n\x0cListMessages\x12!.messaging.v1.ListMessagesRequest\x1a\".messaging.v1.ListMessagesResponse\"%\x8a\xb5\x18\rmessages:read\x82\xd3\xe4\x93\x02\x0e\x12\x0c/v1/messagesb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bmessaging/v1/messages.proto\x12\x0cmessaging.v1\x1a\x1b\x62uf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1emessaging/v1/field_rules.proto\x1a\x1amessaging/v1/options.proto\"\xd8\x03\n\x12SendMessageRequest\x12\x1f\n\x02to\x18\x01 \x01(\tB\x0f\xe0\x41\x02\xbaH\tr\x04\xd0\xb5\x18\x01\xc8\x01\x01R\x02to\x12*\n\x06sender\x18\x02 \x01(\tB\x12\xe0\x41\x02\xbaH\x0cr\x07\xda\xb5\x18\x03snd\xc8\x01\x01R\x06sender\x12H\n\x08template\x18\x03 \x01(\x0b\x32!.messaging.v1.SendMessageTemplateB\t\xe0\x41\x02\xbaH\x03\xc8\x01\x01R\x08template\x12\xe3\x01\n\x07send_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\xad\x01\xe0\x41\x01\xbaH\xa6\x01\xba\x01\x33\n\x0esend_at.future\x12\x15must be in the future\x1a\nthis > now\xba\x01m\n\x16send_at.within_30_days\x12/must be at most 30 days (2592000 seconds) ahead\x1a\"this <= now + duration(\'2592000s\')R\x06sendAt\x12\x35\n\x0bttl_seconds\x18\x05 \x01(\x05\x42\x0f\xe0\x41\x01\xbaH\t\x1a\x07\x18\x80\x9a\x9e\x01(\x01H\x00R\nttlSeconds\x88\x01\x01\x42\x0e\n\x0c_ttl_seconds\"\x9d\x02\n\x13SendMessageTemplate\x12\"\n\x02id\x18\x01 \x01(\tB\x12\xe0\x41\x02\xbaH\x0cr\x07\xda\xb5\x18\x03tpl\xc8\x01\x01R\x02id\x12\x64\n\tvariables\x18\x02 \x03(\x0b\x32\x30.messaging.v1.SendMessageTemplate.VariablesEntryB\x14\xe0\x41\x01\xbaH\x0e\x9a\x01\x0b*\tr\x07\x18\x80\x08\xf8\xb5\x18\x01R\tvariables\x12>\n\x04\x66low\x18\x03 \x01(\x0b\x32%.messaging.v1.SendMessageTemplateFlowB\x03\xe0\x41\x01R\x04\x66low\x1a<\n\x0eVariablesEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"@\n\x17SendMessageTemplateFlow\x12%\n\x05token\x18\x01 \x01(\tB\x0f\xe0\x41\x01\xbaH\tr\x07\x18\xc8\x01\xe8\xb5\x18\x01R\x05token\"F\n\x13SendMessageResponse\x12/\n\x07message\x18\x01 \x01(\x0b\x32\x15.messaging.v1.MessageR\x07message\"h\n\x18\x42\x61tchSendMessagesRequest\x12L\n\x08messages\x18\x01 \x03(\x0b\x32 .messaging.v1.SendMessageRequestB\x0e\xe0\x41\x02\xbaH\x08\x92\x01\x05\x08\x01\x10\xe8\x07R\x08messages\"\xa8\x01\n\x19\x42\x61tchSendMessagesResponse\x12?\n\x07results\x18\x01 \x03(\x0b\x32%.messaging.v1.BatchSendMessagesResultR\x07results\x12%\n\x0e\x61\x63\x63\x65pted_count\x18\x02 \x01(\x05R\racceptedCount\x12#\n\rrefused_count\x18\x03 \x01(\x05R\x0crefusedCount\"\xab\x01\n\x17\x42\x61tchSendMessagesResult\x12\x19\n\x05index\x18\x01 \x01(\x05\x42\x03\xe0\x41\x03R\x05index\x12\x34\n\x07message\x18\x02 \x01(\x0b\x32\x15.messaging.v1.MessageB\x03\xe0\x41\x03R\x07message\x12?\n\x05\x65rror\x18\x03 \x01(\x0b\x32$.messaging.v1.BatchSendMessagesErrorB\x03\xe0\x41\x03R\x05\x65rror\"\x88\x01\n\x16\x42\x61tchSendMessagesError\x12\x17\n\x04\x63ode\x18\x01 \x01(\tB\x03\xe0\x41\x03R\x04\x63ode\x12\x1d\n\x07message\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x07message\x12\x36\n\x07\x64\x65tails\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructB\x03\xe0\x41\x03R\x07\x64\x65tails\"(\n\x11GetMessageRequest\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x02R\x02id\"E\n\x12GetMessageResponse\x12/\n\x07message\x18\x01 \x01(\x0b\x32\x15.messaging.v1.MessageR\x07message\"+\n\x14\x43\x61ncelMessageRequest\x12\x13\n\x02id\x18\x01 \x01(\tB\x03\xe0\x41\x02R\x02id\"H\n\x15\x43\x61ncelMessageResponse\x12/\n\x07message\x18\x01 \x01(\x0b\x32\x15.messaging.v1.MessageR\x07message\"\xbd\x01\n\x13ListMessagesRequest\x12\'\n\tpage_size\x18\x01 \x01(\x05\x42\n\xe0\x41\x01\xbaH\x04\x1a\x02(\x00R\x08pageSize\x12\"\n\npage_token\x18\x02 \x01(\tB\x03\xe0\x41\x01R\tpageToken\x12\x38\n\x06status\x18\x03 \x01(\x0e\x32\x1b.messaging.v1.MessageStatusB\x03\xe0\x41\x01R\x06status\x12\x1f\n\x02to\x18\x04 \x01(\tB\x0f\xe0\x41\x01\xbaH\tr\x04\xd0\xb5\x18\x01\xd8\x01\x01R\x02to\"\xb0\x01\n\x14ListMessagesResponse\x12\x16\n\x06object\x18\x01 \x01(\tR\x06object\x12)\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x15.messaging.v1.MessageR\x04\x64\x61ta\x12\x14\n\x05total\x18\x03 \x01(\x05R\x05total\x12+\n\x0fnext_page_token\x18\x04 \x01(\tH\x00R\rnextPageToken\x88\x01\x01\x42\x12\n\x10_next_page_token\"\xc8\x08\n\x07Message\x12\"\n\nmessage_id\x18\x01 \x01(\tB\x03\xe0\x41\x03R\tmessageId\x12\x1b\n\x06object\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x06object\x12\x13\n\x02to\x18\x03 \x01(\tB\x03\xe0\x41\x05R\x02to\x12\x1b\n\x06sender\x18\x04 \x01(\tB\x03\xe0\x41\x05R\x06sender\x12$\n\x0btemplate_id\x18\x05 \x01(\tB\x03\xe0\x41\x03R\ntemplateId\x12\'\n\nflow_token\x18\x06 \x01(\tB\x03\xe0\x41\x03H\x00R\tflowToken\x88\x01\x01\x12\x38\n\x06status\x18\x07 \x01(\x0e\x32\x1b.messaging.v1.MessageStatusB\x03\xe0\x41\x03R\x06status\x12,\n\rwa_message_id\x18\x08 \x01(\tB\x03\xe0\x41\x03H\x01R\x0bwaMessageId\x88\x01\x01\x12\x35\n\x05\x65rror\x18\t \x01(\x0b\x32\x1a.messaging.v1.MessageErrorB\x03\xe0\x41\x03R\x05\x65rror\x12\x1d\n\x07\x63redits\x18\n \x01(\x03\x42\x03\xe0\x41\x03R\x07\x63redits\x12>\n\ncreated_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\tcreatedAt\x12\x38\n\x07sent_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\x06sentAt\x12\x42\n\x0c\x64\x65livered_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\x0b\x64\x65liveredAt\x12\x38\n\x07read_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\x06readAt\x12<\n\tfailed_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\x08\x66\x61iledAt\x12\x38\n\x07send_at\x18\x10 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\x06sendAt\x12@\n\x0bvalid_until\x18\x11 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\nvalidUntil\x12@\n\x0b\x63\x61nceled_at\x18\x12 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\ncanceledAt\x12I\n\rqueued_reason\x18\x13 \x01(\x0e\x32\x1a.messaging.v1.QueuedReasonB\x03\xe0\x41\x03H\x02R\x0cqueuedReason\x88\x01\x01\x12K\n\x11\x65stimated_send_at\x18\x14 \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x03\xe0\x41\x03R\x0f\x65stimatedSendAtB\r\n\x0b_flow_tokenB\x10\n\x0e_wa_message_idB\x10\n\x0e_queued_reason\"o\n\x0cMessageError\x12\x17\n\x04\x63ode\x18\x01 \x01(\x05\x42\x03\xe0\x41\x03R\x04\x63ode\x12\x19\n\x05title\x18\x02 \x01(\tB\x03\xe0\x41\x03R\x05title\x12 \n\x06reason\x18\x03 \x01(\tB\x03\xe0\x41\x03H\x00R\x06reason\x88\x01\x01\x42\t\n\x07_reason*s\n\x0cQueuedReason\x12\x1d\n\x19QUEUED_REASON_UNSPECIFIED\x10\x00\x12\x1d\n\x19QUEUED_REASON_SENDER_RATE\x10\x01\x12%\n!QUEUED_REASON_RECIPIENT_PAIR_RATE\x10\x02*\xf2\x01\n\rMessageStatus\x12\x1e\n\x1aMESSAGE_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n\x17MESSAGE_STATUS_ACCEPTED\x10\x01\x12\x17\n\x13MESSAGE_STATUS_SENT\x10\x02\x12\x1c\n\x18MESSAGE_STATUS_DELIVERED\x10\x03\x12\x17\n\x13MESSAGE_STATUS_READ\x10\x04\x12\x19\n\x15MESSAGE_STATUS_FAILED\x10\x05\x12\x1c\n\x18MESSAGE_STATUS_SCHEDULED\x10\x06\x12\x1b\n\x17MESSAGE_STATUS_CANCELED\x10\x07\x32\xce\x05\n\x0eMessageService\x12\x85\x01\n\x0bSendMessage\x12 .messaging.v1.SendMessageRequest\x1a!.messaging.v1.SendMessageResponse\"1\x8a\xb5\x18\rmessages:send\x82\xd3\xe4\x93\x02\x1a\"\x0c/v1/messages:\x01*b\x07message\x12\x94\x01\n\x11\x42\x61tchSendMessages\x12&.messaging.v1.BatchSendMessagesRequest\x1a\'.messaging.v1.BatchSendMessagesResponse\".\x8a\xb5\x18\rmessages:send\x82\xd3\xe4\x93\x02\x17\"\x12/v1/messages:batch:\x01*\x12\x84\x01\n\nGetMessage\x12\x1f.messaging.v1.GetMessageRequest\x1a .messaging.v1.GetMessageResponse\"3\x8a\xb5\x18\rmessages:read\x82\xd3\xe4\x93\x02\x1c\x12\x11/v1/messages/{id}b\x07message\x12\x97\x01\n\rCancelMessage\x12\".messaging.v1.CancelMessageRequest\x1a#.messaging.v1.CancelMessageResponse\"=\x8a\xb5\x18\rmessages:send\x82\xd3\xe4\x93\x02&\"\x18/v1/messages/{id}:cancel:\x01*b\x07message\x12|\n\x0cListMessages\x12!.messaging.v1.ListMessagesRequest\x1a\".messaging.v1.ListMessagesResponse\"%\x8a\xb5\x18\rmessages:read\x82\xd3\xe4\x93\x02\x0e\x12\x0c/v1/messagesb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,6 +44,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SENDMESSAGEREQUEST'].fields_by_name['sender']._serialized_options = b'\340A\002\272H\014r\007\332\265\030\003snd\310\001\001'
   _globals['_SENDMESSAGEREQUEST'].fields_by_name['template']._loaded_options = None
   _globals['_SENDMESSAGEREQUEST'].fields_by_name['template']._serialized_options = b'\340A\002\272H\003\310\001\001'
+  _globals['_SENDMESSAGEREQUEST'].fields_by_name['send_at']._loaded_options = None
+  _globals['_SENDMESSAGEREQUEST'].fields_by_name['send_at']._serialized_options = b'\340A\001\272H\246\001\272\0013\n\016send_at.future\022\025must be in the future\032\nthis > now\272\001m\n\026send_at.within_30_days\022/must be at most 30 days (2592000 seconds) ahead\032\"this <= now + duration(\'2592000s\')'
+  _globals['_SENDMESSAGEREQUEST'].fields_by_name['ttl_seconds']._loaded_options = None
+  _globals['_SENDMESSAGEREQUEST'].fields_by_name['ttl_seconds']._serialized_options = b'\340A\001\272H\t\032\007\030\200\232\236\001(\001'
   _globals['_SENDMESSAGETEMPLATE_VARIABLESENTRY']._loaded_options = None
   _globals['_SENDMESSAGETEMPLATE_VARIABLESENTRY']._serialized_options = b'8\001'
   _globals['_SENDMESSAGETEMPLATE'].fields_by_name['id']._loaded_options = None
@@ -70,6 +74,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_BATCHSENDMESSAGESERROR'].fields_by_name['details']._serialized_options = b'\340A\003'
   _globals['_GETMESSAGEREQUEST'].fields_by_name['id']._loaded_options = None
   _globals['_GETMESSAGEREQUEST'].fields_by_name['id']._serialized_options = b'\340A\002'
+  _globals['_CANCELMESSAGEREQUEST'].fields_by_name['id']._loaded_options = None
+  _globals['_CANCELMESSAGEREQUEST'].fields_by_name['id']._serialized_options = b'\340A\002'
   _globals['_LISTMESSAGESREQUEST'].fields_by_name['page_size']._loaded_options = None
   _globals['_LISTMESSAGESREQUEST'].fields_by_name['page_size']._serialized_options = b'\340A\001\272H\004\032\002(\000'
   _globals['_LISTMESSAGESREQUEST'].fields_by_name['page_token']._loaded_options = None
@@ -108,6 +114,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MESSAGE'].fields_by_name['read_at']._serialized_options = b'\340A\003'
   _globals['_MESSAGE'].fields_by_name['failed_at']._loaded_options = None
   _globals['_MESSAGE'].fields_by_name['failed_at']._serialized_options = b'\340A\003'
+  _globals['_MESSAGE'].fields_by_name['send_at']._loaded_options = None
+  _globals['_MESSAGE'].fields_by_name['send_at']._serialized_options = b'\340A\003'
+  _globals['_MESSAGE'].fields_by_name['valid_until']._loaded_options = None
+  _globals['_MESSAGE'].fields_by_name['valid_until']._serialized_options = b'\340A\003'
+  _globals['_MESSAGE'].fields_by_name['canceled_at']._loaded_options = None
+  _globals['_MESSAGE'].fields_by_name['canceled_at']._serialized_options = b'\340A\003'
   _globals['_MESSAGE'].fields_by_name['queued_reason']._loaded_options = None
   _globals['_MESSAGE'].fields_by_name['queued_reason']._serialized_options = b'\340A\003'
   _globals['_MESSAGE'].fields_by_name['estimated_send_at']._loaded_options = None
@@ -116,48 +128,56 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MESSAGEERROR'].fields_by_name['code']._serialized_options = b'\340A\003'
   _globals['_MESSAGEERROR'].fields_by_name['title']._loaded_options = None
   _globals['_MESSAGEERROR'].fields_by_name['title']._serialized_options = b'\340A\003'
+  _globals['_MESSAGEERROR'].fields_by_name['reason']._loaded_options = None
+  _globals['_MESSAGEERROR'].fields_by_name['reason']._serialized_options = b'\340A\003'
   _globals['_MESSAGESERVICE'].methods_by_name['SendMessage']._loaded_options = None
   _globals['_MESSAGESERVICE'].methods_by_name['SendMessage']._serialized_options = b'\212\265\030\rmessages:send\202\323\344\223\002\032\"\014/v1/messages:\001*b\007message'
   _globals['_MESSAGESERVICE'].methods_by_name['BatchSendMessages']._loaded_options = None
   _globals['_MESSAGESERVICE'].methods_by_name['BatchSendMessages']._serialized_options = b'\212\265\030\rmessages:send\202\323\344\223\002\027\"\022/v1/messages:batch:\001*'
   _globals['_MESSAGESERVICE'].methods_by_name['GetMessage']._loaded_options = None
   _globals['_MESSAGESERVICE'].methods_by_name['GetMessage']._serialized_options = b'\212\265\030\rmessages:read\202\323\344\223\002\034\022\021/v1/messages/{id}b\007message'
+  _globals['_MESSAGESERVICE'].methods_by_name['CancelMessage']._loaded_options = None
+  _globals['_MESSAGESERVICE'].methods_by_name['CancelMessage']._serialized_options = b'\212\265\030\rmessages:send\202\323\344\223\002&\"\030/v1/messages/{id}:cancel:\001*b\007message'
   _globals['_MESSAGESERVICE'].methods_by_name['ListMessages']._loaded_options = None
   _globals['_MESSAGESERVICE'].methods_by_name['ListMessages']._serialized_options = b'\212\265\030\rmessages:read\202\323\344\223\002\016\022\014/v1/messages'
-  _globals['_QUEUEDREASON']._serialized_start=2911
-  _globals['_QUEUEDREASON']._serialized_end=3026
-  _globals['_MESSAGESTATUS']._serialized_start=3029
-  _globals['_MESSAGESTATUS']._serialized_end=3212
+  _globals['_QUEUEDREASON']._serialized_start=3566
+  _globals['_QUEUEDREASON']._serialized_end=3681
+  _globals['_MESSAGESTATUS']._serialized_start=3684
+  _globals['_MESSAGESTATUS']._serialized_end=3926
   _globals['_SENDMESSAGEREQUEST']._serialized_start=261
-  _globals['_SENDMESSAGEREQUEST']._serialized_end=432
-  _globals['_SENDMESSAGETEMPLATE']._serialized_start=435
-  _globals['_SENDMESSAGETEMPLATE']._serialized_end=720
-  _globals['_SENDMESSAGETEMPLATE_VARIABLESENTRY']._serialized_start=660
-  _globals['_SENDMESSAGETEMPLATE_VARIABLESENTRY']._serialized_end=720
-  _globals['_SENDMESSAGETEMPLATEFLOW']._serialized_start=722
-  _globals['_SENDMESSAGETEMPLATEFLOW']._serialized_end=786
-  _globals['_SENDMESSAGERESPONSE']._serialized_start=788
-  _globals['_SENDMESSAGERESPONSE']._serialized_end=858
-  _globals['_BATCHSENDMESSAGESREQUEST']._serialized_start=860
-  _globals['_BATCHSENDMESSAGESREQUEST']._serialized_end=964
-  _globals['_BATCHSENDMESSAGESRESPONSE']._serialized_start=967
-  _globals['_BATCHSENDMESSAGESRESPONSE']._serialized_end=1135
-  _globals['_BATCHSENDMESSAGESRESULT']._serialized_start=1138
-  _globals['_BATCHSENDMESSAGESRESULT']._serialized_end=1309
-  _globals['_BATCHSENDMESSAGESERROR']._serialized_start=1312
-  _globals['_BATCHSENDMESSAGESERROR']._serialized_end=1448
-  _globals['_GETMESSAGEREQUEST']._serialized_start=1450
-  _globals['_GETMESSAGEREQUEST']._serialized_end=1490
-  _globals['_GETMESSAGERESPONSE']._serialized_start=1492
-  _globals['_GETMESSAGERESPONSE']._serialized_end=1561
-  _globals['_LISTMESSAGESREQUEST']._serialized_start=1564
-  _globals['_LISTMESSAGESREQUEST']._serialized_end=1753
-  _globals['_LISTMESSAGESRESPONSE']._serialized_start=1756
-  _globals['_LISTMESSAGESRESPONSE']._serialized_end=1932
-  _globals['_MESSAGE']._serialized_start=1935
-  _globals['_MESSAGE']._serialized_end=2841
-  _globals['_MESSAGEERROR']._serialized_start=2843
-  _globals['_MESSAGEERROR']._serialized_end=2909
-  _globals['_MESSAGESERVICE']._serialized_start=3215
-  _globals['_MESSAGESERVICE']._serialized_end=3779
+  _globals['_SENDMESSAGEREQUEST']._serialized_end=733
+  _globals['_SENDMESSAGETEMPLATE']._serialized_start=736
+  _globals['_SENDMESSAGETEMPLATE']._serialized_end=1021
+  _globals['_SENDMESSAGETEMPLATE_VARIABLESENTRY']._serialized_start=961
+  _globals['_SENDMESSAGETEMPLATE_VARIABLESENTRY']._serialized_end=1021
+  _globals['_SENDMESSAGETEMPLATEFLOW']._serialized_start=1023
+  _globals['_SENDMESSAGETEMPLATEFLOW']._serialized_end=1087
+  _globals['_SENDMESSAGERESPONSE']._serialized_start=1089
+  _globals['_SENDMESSAGERESPONSE']._serialized_end=1159
+  _globals['_BATCHSENDMESSAGESREQUEST']._serialized_start=1161
+  _globals['_BATCHSENDMESSAGESREQUEST']._serialized_end=1265
+  _globals['_BATCHSENDMESSAGESRESPONSE']._serialized_start=1268
+  _globals['_BATCHSENDMESSAGESRESPONSE']._serialized_end=1436
+  _globals['_BATCHSENDMESSAGESRESULT']._serialized_start=1439
+  _globals['_BATCHSENDMESSAGESRESULT']._serialized_end=1610
+  _globals['_BATCHSENDMESSAGESERROR']._serialized_start=1613
+  _globals['_BATCHSENDMESSAGESERROR']._serialized_end=1749
+  _globals['_GETMESSAGEREQUEST']._serialized_start=1751
+  _globals['_GETMESSAGEREQUEST']._serialized_end=1791
+  _globals['_GETMESSAGERESPONSE']._serialized_start=1793
+  _globals['_GETMESSAGERESPONSE']._serialized_end=1862
+  _globals['_CANCELMESSAGEREQUEST']._serialized_start=1864
+  _globals['_CANCELMESSAGEREQUEST']._serialized_end=1907
+  _globals['_CANCELMESSAGERESPONSE']._serialized_start=1909
+  _globals['_CANCELMESSAGERESPONSE']._serialized_end=1981
+  _globals['_LISTMESSAGESREQUEST']._serialized_start=1984
+  _globals['_LISTMESSAGESREQUEST']._serialized_end=2173
+  _globals['_LISTMESSAGESRESPONSE']._serialized_start=2176
+  _globals['_LISTMESSAGESRESPONSE']._serialized_end=2352
+  _globals['_MESSAGE']._serialized_start=2355
+  _globals['_MESSAGE']._serialized_end=3451
+  _globals['_MESSAGEERROR']._serialized_start=3453
+  _globals['_MESSAGEERROR']._serialized_end=3564
+  _globals['_MESSAGESERVICE']._serialized_start=3929
+  _globals['_MESSAGESERVICE']._serialized_end=4647
 # @@protoc_insertion_point(module_scope)

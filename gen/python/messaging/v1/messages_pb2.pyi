@@ -30,6 +30,8 @@ class MessageStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MESSAGE_STATUS_DELIVERED: _ClassVar[MessageStatus]
     MESSAGE_STATUS_READ: _ClassVar[MessageStatus]
     MESSAGE_STATUS_FAILED: _ClassVar[MessageStatus]
+    MESSAGE_STATUS_SCHEDULED: _ClassVar[MessageStatus]
+    MESSAGE_STATUS_CANCELED: _ClassVar[MessageStatus]
 QUEUED_REASON_UNSPECIFIED: QueuedReason
 QUEUED_REASON_SENDER_RATE: QueuedReason
 QUEUED_REASON_RECIPIENT_PAIR_RATE: QueuedReason
@@ -39,16 +41,22 @@ MESSAGE_STATUS_SENT: MessageStatus
 MESSAGE_STATUS_DELIVERED: MessageStatus
 MESSAGE_STATUS_READ: MessageStatus
 MESSAGE_STATUS_FAILED: MessageStatus
+MESSAGE_STATUS_SCHEDULED: MessageStatus
+MESSAGE_STATUS_CANCELED: MessageStatus
 
 class SendMessageRequest(_message.Message):
-    __slots__ = ("to", "sender", "template")
+    __slots__ = ("to", "sender", "template", "send_at", "ttl_seconds")
     TO_FIELD_NUMBER: _ClassVar[int]
     SENDER_FIELD_NUMBER: _ClassVar[int]
     TEMPLATE_FIELD_NUMBER: _ClassVar[int]
+    SEND_AT_FIELD_NUMBER: _ClassVar[int]
+    TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     to: str
     sender: str
     template: SendMessageTemplate
-    def __init__(self, to: _Optional[str] = ..., sender: _Optional[str] = ..., template: _Optional[_Union[SendMessageTemplate, _Mapping]] = ...) -> None: ...
+    send_at: _timestamp_pb2.Timestamp
+    ttl_seconds: int
+    def __init__(self, to: _Optional[str] = ..., sender: _Optional[str] = ..., template: _Optional[_Union[SendMessageTemplate, _Mapping]] = ..., send_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
 
 class SendMessageTemplate(_message.Message):
     __slots__ = ("id", "variables", "flow")
@@ -127,6 +135,18 @@ class GetMessageResponse(_message.Message):
     message: Message
     def __init__(self, message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...
 
+class CancelMessageRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class CancelMessageResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: Message
+    def __init__(self, message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...
+
 class ListMessagesRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "status", "to")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
@@ -152,7 +172,7 @@ class ListMessagesResponse(_message.Message):
     def __init__(self, object: _Optional[str] = ..., data: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., total: _Optional[int] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("message_id", "object", "to", "sender", "template_id", "flow_token", "status", "wa_message_id", "error", "credits", "created_at", "sent_at", "delivered_at", "read_at", "failed_at", "queued_reason", "estimated_send_at")
+    __slots__ = ("message_id", "object", "to", "sender", "template_id", "flow_token", "status", "wa_message_id", "error", "credits", "created_at", "sent_at", "delivered_at", "read_at", "failed_at", "send_at", "valid_until", "canceled_at", "queued_reason", "estimated_send_at")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     TO_FIELD_NUMBER: _ClassVar[int]
@@ -168,6 +188,9 @@ class Message(_message.Message):
     DELIVERED_AT_FIELD_NUMBER: _ClassVar[int]
     READ_AT_FIELD_NUMBER: _ClassVar[int]
     FAILED_AT_FIELD_NUMBER: _ClassVar[int]
+    SEND_AT_FIELD_NUMBER: _ClassVar[int]
+    VALID_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    CANCELED_AT_FIELD_NUMBER: _ClassVar[int]
     QUEUED_REASON_FIELD_NUMBER: _ClassVar[int]
     ESTIMATED_SEND_AT_FIELD_NUMBER: _ClassVar[int]
     message_id: str
@@ -185,14 +208,19 @@ class Message(_message.Message):
     delivered_at: _timestamp_pb2.Timestamp
     read_at: _timestamp_pb2.Timestamp
     failed_at: _timestamp_pb2.Timestamp
+    send_at: _timestamp_pb2.Timestamp
+    valid_until: _timestamp_pb2.Timestamp
+    canceled_at: _timestamp_pb2.Timestamp
     queued_reason: QueuedReason
     estimated_send_at: _timestamp_pb2.Timestamp
-    def __init__(self, message_id: _Optional[str] = ..., object: _Optional[str] = ..., to: _Optional[str] = ..., sender: _Optional[str] = ..., template_id: _Optional[str] = ..., flow_token: _Optional[str] = ..., status: _Optional[_Union[MessageStatus, str]] = ..., wa_message_id: _Optional[str] = ..., error: _Optional[_Union[MessageError, _Mapping]] = ..., credits: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., delivered_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., read_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., failed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., queued_reason: _Optional[_Union[QueuedReason, str]] = ..., estimated_send_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, message_id: _Optional[str] = ..., object: _Optional[str] = ..., to: _Optional[str] = ..., sender: _Optional[str] = ..., template_id: _Optional[str] = ..., flow_token: _Optional[str] = ..., status: _Optional[_Union[MessageStatus, str]] = ..., wa_message_id: _Optional[str] = ..., error: _Optional[_Union[MessageError, _Mapping]] = ..., credits: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., sent_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., delivered_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., read_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., failed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., send_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., canceled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., queued_reason: _Optional[_Union[QueuedReason, str]] = ..., estimated_send_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class MessageError(_message.Message):
-    __slots__ = ("code", "title")
+    __slots__ = ("code", "title", "reason")
     CODE_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     code: int
     title: str
-    def __init__(self, code: _Optional[int] = ..., title: _Optional[str] = ...) -> None: ...
+    reason: str
+    def __init__(self, code: _Optional[int] = ..., title: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...

@@ -51,6 +51,11 @@ class MessageServiceStub:
                 request_serializer=messaging_dot_v1_dot_messages__pb2.GetMessageRequest.SerializeToString,
                 response_deserializer=messaging_dot_v1_dot_messages__pb2.GetMessageResponse.FromString,
                 _registered_method=True)
+        self.CancelMessage = channel.unary_unary(
+                '/messaging.v1.MessageService/CancelMessage',
+                request_serializer=messaging_dot_v1_dot_messages__pb2.CancelMessageRequest.SerializeToString,
+                response_deserializer=messaging_dot_v1_dot_messages__pb2.CancelMessageResponse.FromString,
+                _registered_method=True)
         self.ListMessages = channel.unary_unary(
                 '/messaging.v1.MessageService/ListMessages',
                 request_serializer=messaging_dot_v1_dot_messages__pb2.ListMessagesRequest.SerializeToString,
@@ -97,6 +102,19 @@ class MessageServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CancelMessage(self, request, context):
+        """Cancels a message of the calling key that waits to be handed to the
+        network: scheduled (send_at in the future), or accepted and waiting in the
+        dispatch queue (not being sent at this instant). The message becomes
+        canceled, its credits are given back (ledger entry refund:<message id>)
+        and message.canceled fires. A message being handed to the network or
+        past it (sent, delivered, read, failed, canceled) is refused with
+        failed_precondition; a message of another key is not found.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListMessages(self, request, context):
         """Lists the messages sent by the calling key, newest first.
         """
@@ -121,6 +139,11 @@ def add_MessageServiceServicer_to_server(servicer, server):
                     servicer.GetMessage,
                     request_deserializer=messaging_dot_v1_dot_messages__pb2.GetMessageRequest.FromString,
                     response_serializer=messaging_dot_v1_dot_messages__pb2.GetMessageResponse.SerializeToString,
+            ),
+            'CancelMessage': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelMessage,
+                    request_deserializer=messaging_dot_v1_dot_messages__pb2.CancelMessageRequest.FromString,
+                    response_serializer=messaging_dot_v1_dot_messages__pb2.CancelMessageResponse.SerializeToString,
             ),
             'ListMessages': grpc.unary_unary_rpc_method_handler(
                     servicer.ListMessages,
@@ -211,6 +234,33 @@ class MessageService:
             '/messaging.v1.MessageService/GetMessage',
             messaging_dot_v1_dot_messages__pb2.GetMessageRequest.SerializeToString,
             messaging_dot_v1_dot_messages__pb2.GetMessageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelMessage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/messaging.v1.MessageService/CancelMessage',
+            messaging_dot_v1_dot_messages__pb2.CancelMessageRequest.SerializeToString,
+            messaging_dot_v1_dot_messages__pb2.CancelMessageResponse.FromString,
             options,
             channel_credentials,
             insecure,

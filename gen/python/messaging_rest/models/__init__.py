@@ -6,6 +6,7 @@ from .batch_send_messages_error_details_type_0 import BatchSendMessagesErrorDeta
 from .batch_send_messages_request import BatchSendMessagesRequest
 from .batch_send_messages_response import BatchSendMessagesResponse
 from .batch_send_messages_result import BatchSendMessagesResult
+from .cancel_message_request import CancelMessageRequest
 from .contact_event import ContactEvent
 from .contact_event_data import ContactEventData
 from .error import Error
@@ -52,6 +53,7 @@ __all__ = (
     "BatchSendMessagesRequest",
     "BatchSendMessagesResponse",
     "BatchSendMessagesResult",
+    "CancelMessageRequest",
     "ContactEvent",
     "ContactEventData",
     "Error",

@@ -37,6 +37,13 @@ class Message:
         delivered_at (datetime.datetime | None): When it reached the handset; null until then.
         read_at (datetime.datetime | None): When the recipient opened it; null unless read receipts are on.
         failed_at (datetime.datetime | None): When it failed; null unless failed.
+        send_at (datetime.datetime | None): When it is to be handed to the network (the send's send_at); null unless
+            it was sent scheduled.
+        valid_until (datetime.datetime | None): Until when it may be handed to the network (created_at, or send_at when
+            scheduled, plus the send's ttl_seconds); not handed by then, it fails
+            with error reason "expired". Null for messages accepted before validity
+            was kept.
+        canceled_at (datetime.datetime | None): When it was canceled; null unless canceled.
         queued_reason (None | QueuedReason): While an accepted message waits for its turn under the network's limits
             (README "Pacing"): why; null once it left, or when it never waited.
         estimated_send_at (datetime.datetime | None): While it waits: when it is expected to be handed to the network.
@@ -57,6 +64,9 @@ class Message:
     delivered_at: datetime.datetime | None
     read_at: datetime.datetime | None
     failed_at: datetime.datetime | None
+    send_at: datetime.datetime | None
+    valid_until: datetime.datetime | None
+    canceled_at: datetime.datetime | None
     queued_reason: None | QueuedReason
     estimated_send_at: datetime.datetime | None
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -124,6 +134,24 @@ class Message:
         else:
             failed_at = self.failed_at
 
+        send_at: None | str
+        if isinstance(self.send_at, datetime.datetime):
+            send_at = self.send_at.isoformat()
+        else:
+            send_at = self.send_at
+
+        valid_until: None | str
+        if isinstance(self.valid_until, datetime.datetime):
+            valid_until = self.valid_until.isoformat()
+        else:
+            valid_until = self.valid_until
+
+        canceled_at: None | str
+        if isinstance(self.canceled_at, datetime.datetime):
+            canceled_at = self.canceled_at.isoformat()
+        else:
+            canceled_at = self.canceled_at
+
         queued_reason: None | str
         if isinstance(self.queued_reason, QueuedReason):
             queued_reason = self.queued_reason.value
@@ -155,6 +183,9 @@ class Message:
                 "delivered_at": delivered_at,
                 "read_at": read_at,
                 "failed_at": failed_at,
+                "send_at": send_at,
+                "valid_until": valid_until,
+                "canceled_at": canceled_at,
                 "queued_reason": queued_reason,
                 "estimated_send_at": estimated_send_at,
             }
@@ -298,6 +329,51 @@ class Message:
 
         failed_at = _parse_failed_at(d.pop("failed_at"))
 
+        def _parse_send_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                send_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return send_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        send_at = _parse_send_at(d.pop("send_at"))
+
+        def _parse_valid_until(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                valid_until_type_0 = datetime.datetime.fromisoformat(data)
+
+                return valid_until_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        valid_until = _parse_valid_until(d.pop("valid_until"))
+
+        def _parse_canceled_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                canceled_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return canceled_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        canceled_at = _parse_canceled_at(d.pop("canceled_at"))
+
         def _parse_queued_reason(data: object) -> None | QueuedReason:
             if data is None:
                 return data
@@ -344,6 +420,9 @@ class Message:
             delivered_at=delivered_at,
             read_at=read_at,
             failed_at=failed_at,
+            send_at=send_at,
+            valid_until=valid_until,
+            canceled_at=canceled_at,
             queued_reason=queued_reason,
             estimated_send_at=estimated_send_at,
         )

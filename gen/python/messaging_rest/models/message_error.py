@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -11,15 +11,19 @@ T = TypeVar("T", bound="MessageError")
 
 @_attrs_define
 class MessageError:
-    """An error reported by the messaging network.
+    """Why a message failed: an error reported by the messaging network, or
+    one of the service's own (code 0).
 
-    Attributes:
-        code (int): The network's error code, for example 131026.
-        title (str): The network's title for the code, for example "Message undeliverable".
+        Attributes:
+            code (int): The network's error code, for example 131026; 0 for the service's own.
+            title (str): The network's title for the code, for example "Message undeliverable".
+            reason (None | str): The service's reason, when it failed the message itself: "expired" (not
+                handed to the network before its valid_until). Null otherwise.
     """
 
     code: int
     title: str
+    reason: None | str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -27,12 +31,16 @@ class MessageError:
 
         title = self.title
 
+        reason: None | str
+        reason = self.reason
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
                 "code": code,
                 "title": title,
+                "reason": reason,
             }
         )
 
@@ -45,9 +53,17 @@ class MessageError:
 
         title = d.pop("title")
 
+        def _parse_reason(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        reason = _parse_reason(d.pop("reason"))
+
         message_error = cls(
             code=code,
             title=title,
+            reason=reason,
         )
 
         message_error.additional_properties = d

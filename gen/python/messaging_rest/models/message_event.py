@@ -23,7 +23,7 @@ class MessageEvent:
             id (str): Event identifier. Shape: UUID. Equals the Service-Delivery header; stable
                 across retries of the same event.
             type_ (str): Event type: "message.sent", "message.delivered", "message.read",
-                "message.failed" or "message.received".
+                "message.failed", "message.canceled" or "message.received".
             created_at (datetime.datetime | None): Creation time of the event.
             data (MessageEventData | None): What happened to the message.
     """

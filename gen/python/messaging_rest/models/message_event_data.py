@@ -22,12 +22,13 @@ class MessageEventData:
         message_id (str): Message identifier. Shape: msg_<uuid>. On message.received, the reply.
         to (str): Recipient number, digits only with country code. On message.received,
             the workspace's sender number that received the reply.
-        status (str): Message status, for example "delivered" on message.delivered. On
-            message.received: "received".
+        status (str): Message status, for example "delivered" on message.delivered, "canceled"
+            on message.canceled. On message.received: "received".
         wa_message_id (str): Identifier assigned by the messaging network; empty on a message.failed
             of a message the network refused before accepting it.
         occurred_at (datetime.datetime | None): When the status change happened on the network side.
-        error (MessageError | None): Null unless message.failed: the network's error code and title.
+        error (MessageError | None): Null unless message.failed: the network's error code and title (code 0
+            and a reason such as "expired" when the service failed it itself).
         from_ (None | str): On message.received: the number that replied; null otherwise.
         text (None | str): On message.received: the text of the reply; null otherwise.
         reply_to_message_id (None | str): On message.received: the message replied to (msg_<uuid>), when it could be

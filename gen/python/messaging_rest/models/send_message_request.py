@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
@@ -29,11 +30,24 @@ class SendMessageRequest:
         template (None | SendMessageTemplate | Unset): The template and the values of its variables.
 
             Rules: required.
+        send_at (datetime.datetime | None | Unset): When to hand the message to the network (a scheduled send): in the
+            future, at most 30 days ahead. Unset: at once. The credits are spent at
+            acceptance; the message is scheduled until then and may be canceled.
+
+            Rules: in the future; at most 30 days (2592000 seconds) ahead.
+        ttl_seconds (int | None | Unset): How long the message may wait to be handed to the network, in seconds,
+            from its acceptance (or from send_at when scheduled): 1 to 2592000 (30
+            days); unset: 86400 (24 hours). A message not handed to the network by
+            then (its valid_until) fails with error reason "expired", refunded.
+
+            Rules: from 1 to 2592000.
     """
 
     to: None | str | Unset = UNSET
     sender: None | str | Unset = UNSET
     template: None | SendMessageTemplate | Unset = UNSET
+    send_at: datetime.datetime | None | Unset = UNSET
+    ttl_seconds: int | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.send_message_template import SendMessageTemplate
@@ -58,6 +72,20 @@ class SendMessageRequest:
         else:
             template = self.template
 
+        send_at: None | str | Unset
+        if isinstance(self.send_at, Unset):
+            send_at = UNSET
+        elif isinstance(self.send_at, datetime.datetime):
+            send_at = self.send_at.isoformat()
+        else:
+            send_at = self.send_at
+
+        ttl_seconds: int | None | Unset
+        if isinstance(self.ttl_seconds, Unset):
+            ttl_seconds = UNSET
+        else:
+            ttl_seconds = self.ttl_seconds
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -67,6 +95,10 @@ class SendMessageRequest:
             field_dict["sender"] = sender
         if template is not UNSET:
             field_dict["template"] = template
+        if send_at is not UNSET:
+            field_dict["send_at"] = send_at
+        if ttl_seconds is not UNSET:
+            field_dict["ttl_seconds"] = ttl_seconds
 
         return field_dict
 
@@ -111,10 +143,38 @@ class SendMessageRequest:
 
         template = _parse_template(d.pop("template", UNSET))
 
+        def _parse_send_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                send_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return send_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        send_at = _parse_send_at(d.pop("send_at", UNSET))
+
+        def _parse_ttl_seconds(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        ttl_seconds = _parse_ttl_seconds(d.pop("ttl_seconds", UNSET))
+
         send_message_request = cls(
             to=to,
             sender=sender,
             template=template,
+            send_at=send_at,
+            ttl_seconds=ttl_seconds,
         )
 
         return send_message_request

@@ -114,15 +114,20 @@ def sync_detailed(
     Args:
         page_size (int | Unset):
         page_token (str | Unset):
-        status (MessageStatus | Unset): Status of a message. In JSON: "accepted", "sent",
-            "delivered", "read",
-            "failed". The order accepted < sent < delivered < read holds; failed is final.
+        status (MessageStatus | Unset): Status of a message. In JSON: "scheduled", "accepted",
+            "sent",
+            "delivered", "read", "failed", "canceled". The order scheduled < accepted <
+            sent < delivered < read holds; failed and canceled are final.
             Values:
             - `accepted`: Accepted by the service, not yet by the network.
             - `sent`: The messaging network accepted the message.
             - `delivered`: The message reached the handset.
             - `read`: The recipient opened it (only with read receipts on).
             - `failed`: The message will not arrive.
+            - `scheduled`: Accepted with a send_at in the future: waits for it, not yet with the
+            network (it may be canceled).
+            - `canceled`: Canceled by its key before it was handed to the network; its credits were
+            given back. Final.
         to (str | Unset):
 
     Raises:
@@ -164,15 +169,20 @@ def sync(
     Args:
         page_size (int | Unset):
         page_token (str | Unset):
-        status (MessageStatus | Unset): Status of a message. In JSON: "accepted", "sent",
-            "delivered", "read",
-            "failed". The order accepted < sent < delivered < read holds; failed is final.
+        status (MessageStatus | Unset): Status of a message. In JSON: "scheduled", "accepted",
+            "sent",
+            "delivered", "read", "failed", "canceled". The order scheduled < accepted <
+            sent < delivered < read holds; failed and canceled are final.
             Values:
             - `accepted`: Accepted by the service, not yet by the network.
             - `sent`: The messaging network accepted the message.
             - `delivered`: The message reached the handset.
             - `read`: The recipient opened it (only with read receipts on).
             - `failed`: The message will not arrive.
+            - `scheduled`: Accepted with a send_at in the future: waits for it, not yet with the
+            network (it may be canceled).
+            - `canceled`: Canceled by its key before it was handed to the network; its credits were
+            given back. Final.
         to (str | Unset):
 
     Raises:
@@ -209,15 +219,20 @@ async def asyncio_detailed(
     Args:
         page_size (int | Unset):
         page_token (str | Unset):
-        status (MessageStatus | Unset): Status of a message. In JSON: "accepted", "sent",
-            "delivered", "read",
-            "failed". The order accepted < sent < delivered < read holds; failed is final.
+        status (MessageStatus | Unset): Status of a message. In JSON: "scheduled", "accepted",
+            "sent",
+            "delivered", "read", "failed", "canceled". The order scheduled < accepted <
+            sent < delivered < read holds; failed and canceled are final.
             Values:
             - `accepted`: Accepted by the service, not yet by the network.
             - `sent`: The messaging network accepted the message.
             - `delivered`: The message reached the handset.
             - `read`: The recipient opened it (only with read receipts on).
             - `failed`: The message will not arrive.
+            - `scheduled`: Accepted with a send_at in the future: waits for it, not yet with the
+            network (it may be canceled).
+            - `canceled`: Canceled by its key before it was handed to the network; its credits were
+            given back. Final.
         to (str | Unset):
 
     Raises:
@@ -257,15 +272,20 @@ async def asyncio(
     Args:
         page_size (int | Unset):
         page_token (str | Unset):
-        status (MessageStatus | Unset): Status of a message. In JSON: "accepted", "sent",
-            "delivered", "read",
-            "failed". The order accepted < sent < delivered < read holds; failed is final.
+        status (MessageStatus | Unset): Status of a message. In JSON: "scheduled", "accepted",
+            "sent",
+            "delivered", "read", "failed", "canceled". The order scheduled < accepted <
+            sent < delivered < read holds; failed and canceled are final.
             Values:
             - `accepted`: Accepted by the service, not yet by the network.
             - `sent`: The messaging network accepted the message.
             - `delivered`: The message reached the handset.
             - `read`: The recipient opened it (only with read receipts on).
             - `failed`: The message will not arrive.
+            - `scheduled`: Accepted with a send_at in the future: waits for it, not yet with the
+            network (it may be canceled).
+            - `canceled`: Canceled by its key before it was handed to the network; its credits were
+            given back. Final.
         to (str | Unset):
 
     Raises:
