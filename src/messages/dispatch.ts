@@ -150,7 +150,7 @@ export function createDispatcher(deps: {
   throttleWindows: RateLimiter;
 }): Dispatcher {
   const { messages, network, inbound, clock, logger, options, metrics, senders } = deps;
-  const throttle = new Throttle({ limiter: deps.throttleWindows, clock, holdMs: PACING_HOLD_MS });
+  const throttle = new Throttle({ limiter: deps.throttleWindows, clock, holdMs: PACING_HOLD_MS, keepSlots: false });
   const pacer = new Pacer({ throttle, clock, options: { ...deps.pacing, holdMs: PACING_HOLD_MS } });
   const owner = `dsp_${randomUUID()}`;
   const limit = pLimit(DISPATCH_CONCURRENCY);
@@ -205,10 +205,9 @@ export function createDispatcher(deps: {
       const sender = current.sender_id ? await senders.get(current.sender_id) : null;
       if (stopped) return;
       if (sender) {
-        const slot = current.dispatch?.slot_at ?? undefined;
-        const turn = await pacer.turn({ senderId: sender._id, throughputMps: throughputOf(sender), to: current.to, ...(slot ? { slot } : {}) });
+        const turn = await pacer.turn({ senderId: sender._id, throughputMps: throughputOf(sender), to: current.to });
         if (!turn.go) {
-          await postponed.add({ id: current._id, lease, at: turn.at, reason: turn.reason, estimatedAt: turn.slot, slot: turn.keepSlot ? turn.slot : null });
+          await postponed.add({ id: current._id, lease, at: turn.at, reason: turn.reason, estimatedAt: turn.slot });
           queue.wakeAt(turn.at);
           return;
         }
@@ -249,7 +248,7 @@ export function createDispatcher(deps: {
       const refused = err instanceof NetworkSendError ? err : new NetworkSendError({ code: 0, title: String((err as Error)?.message ?? err) }, true);
       if (refused.info.code !== 0) metrics.networkRefusals.inc({ code: String(refused.info.code) });
       if (refused.retryable && (refused.info.code === THROUGHPUT_REFUSED || refused.info.code === PAIR_RATE_REFUSED) && message.sender_id) {
-        return refusedForRate(message, lease, refused.info);
+        return refusedForRate(message, lease, refused.info, handedAt);
       }
       metrics.messagesDispatched.inc({ outcome: refused.retryable ? "retry" : "refused" });
       if (!refused.retryable) {
@@ -277,17 +276,17 @@ export function createDispatcher(deps: {
    * (131056: the recipient waits its backoff): pending again, still held here, the attempt not counted, and paced
    * again at once.
    */
-  async function refusedForRate(message: MessageRecord, lease: string, error: NetworkErrorInfo): Promise<MessageRecord> {
+  async function refusedForRate(message: MessageRecord, lease: string, error: NetworkErrorInfo, handedAt: Date): Promise<MessageRecord> {
     const senderId = message.sender_id as string;
     const pair = error.code === PAIR_RATE_REFUSED;
     const pairRefusals = (message.dispatch?.pair_refusals ?? 0) + (pair ? 1 : 0);
     if (pair) pacer.pairRefused(senderId, message.to, pairRefusals);
-    else pacer.throughputRefused(senderId);
+    else pacer.throughputRefused(senderId, handedAt);
     const now = clock.now();
     const until = new Date(now.getTime() + DISPATCH_LEASE_MS);
     await messages.refusedForRate(message._id, lease, now, until, error, pair);
     const dispatch = message.dispatch as DispatchState;
-    return { ...message, due_at: until, dispatch: { ...dispatch, state: "pending", claimed_at: null, attempts: dispatch.attempts - 1, last_error: error, slot_at: null, pair_refusals: pairRefusals } };
+    return { ...message, due_at: until, dispatch: { ...dispatch, state: "pending", claimed_at: null, attempts: dispatch.attempts - 1, last_error: error, pair_refusals: pairRefusals } };
   }
 
   /** Fails a message for good: dispatch done with the error (the lease kept until the status is applied), then the failure applied (refunded), then the lease completed. */

@@ -69,8 +69,6 @@ export interface DispatchState {
   /** While it waits for its turn (src/messages/pacing.ts): why, and when it is expected to leave. */
   queued_reason?: QueuedReason | null;
   estimated_send_at?: Date | null;
-  /** The sender slot it keeps while it waits in the database for it; null when it keeps none. */
-  slot_at?: Date | null;
   /** Times the network refused it for the pair rate (131056): its backoff's step. */
   pair_refusals?: number;
 }
@@ -84,8 +82,6 @@ export interface Postponed {
   reason: QueuedReason;
   /** When it is expected to leave. */
   estimatedAt: Date;
-  /** The sender slot it keeps, if any. */
-  slot: Date | null;
 }
 /** A message as stored in `messages`: outbound (sent by an API key) or inbound (a reply); queued (Queued) while its dispatch is under way. */
 export interface MessageRecord extends Queued {
@@ -261,7 +257,7 @@ export interface MessageStore {
   scheduleRetry(id: string, lease: string, at: Date, error: NetworkErrorInfo): Promise<void>;
   /**
    * Messages whose turn under the network's limits is later: each pending, released, due at its `at`, with its
-   * reason, expected time and kept slot (README "Pacing"); in one bulkWrite.
+   * reason and expected time (README "Pacing"); in one bulkWrite.
    */
   postponeDispatch(items: readonly Postponed[]): Promise<void>;
   /**
@@ -454,12 +450,12 @@ export function createMessageStore(db: Db): MessageStore {
     },
     async postponeDispatch(items) {
       await collection.bulkWrite(
-        items.map(({ id, lease, at, reason, estimatedAt, slot }) => ({
+        items.map(({ id, lease, at, reason, estimatedAt }) => ({
           updateOne: {
             filter: { _id: id, ...heldBy(lease) },
             update: leaseUpdate<MessageRecord>(
               { kind: "release", dueAt: at },
-              { $set: { "dispatch.state": "pending", "dispatch.claimed_at": null, "dispatch.queued_reason": reason, "dispatch.estimated_send_at": estimatedAt, "dispatch.slot_at": slot } },
+              { $set: { "dispatch.state": "pending", "dispatch.claimed_at": null, "dispatch.queued_reason": reason, "dispatch.estimated_send_at": estimatedAt } },
             ),
           },
         })),
@@ -472,7 +468,7 @@ export function createMessageStore(db: Db): MessageStore {
         leaseUpdate<MessageRecord>(
           { kind: "renew", now, until },
           {
-            $set: { "dispatch.state": "pending", "dispatch.claimed_at": null, "dispatch.last_error": error, "dispatch.slot_at": null },
+            $set: { "dispatch.state": "pending", "dispatch.claimed_at": null, "dispatch.last_error": error },
             $inc: { "dispatch.attempts": -1, ...(pairRefused ? { "dispatch.pair_refusals": 1 } : {}) },
           },
         ),

@@ -7,10 +7,9 @@ export type QueuedReason = "sender_rate" | "recipient_pair_rate";
 
 /**
  * A message's turn: go now; or wait in the database until `at` (a little
- * before `slot`, the instant it is expected to leave), for `reason`, keeping
- * the sender's slot when it has one (`keepSlot`).
+ * before `slot`, the instant it is expected to leave), for `reason`.
  */
-export type PaceTurn = { go: true } | { go: false; at: Date; slot: Date; reason: QueuedReason; keepSlot: boolean };
+export type PaceTurn = { go: true } | { go: false; at: Date; slot: Date; reason: QueuedReason };
 
 /** Pacing settings (PAIR_RATE_* configuration). */
 export interface PacingOptions {
@@ -25,10 +24,18 @@ export interface PacingOptions {
 /** Waits after the n-th pair-rate refusal (131056) of one message, in ms: 1, 4, 16, 64, 256 s, as Meta suggests. */
 export const PAIR_REFUSAL_BACKOFF_MS = [1_000, 4_000, 16_000, 64_000, 256_000] as const;
 
-/** Share of the configured rate a sender's rate gains per second without a refusal (additive increase). */
-const INCREASE_PER_SECOND = 0.05;
+/**
+ * Share of a sender's rate its messages are paced at: 5% under it, for the time from a message's turn to the
+ * network's count of it, which varies (a write, a network call) and would otherwise make some seconds count more.
+ */
+const HEADROOM = 0.95;
+/**
+ * Share of the configured rate a sender's rate gains per second without a refusal (additive increase): quickly
+ * below the rate of the last refusal (95% of it), slowly above, where the network refused before.
+ */
+const INCREASE_PER_SECOND = { belowCeiling: 0.1, aboveCeiling: 0.002 } as const;
 /** Factor of a sender's rate after a throughput refusal (multiplicative decrease). */
-const DECREASE = 0.5;
+const DECREASE = 0.75;
 /** Refusals within this long of a decrease count as the same one, in ms (they were sent at the old rate). */
 const DECREASE_QUIET_MS = 1_000;
 
@@ -38,6 +45,8 @@ interface SenderRate {
   configured: number;
   /** The rate used now, in messages per second: configured, lowered by refusals, probing back up. */
   current: number;
+  /** The rate of the last refusal (the configured rate before any): probing above it is slow. */
+  ceiling: number;
   /** When `current` last changed, in ms since the epoch. */
   changedAt: number;
   /** When it was last lowered, in ms since the epoch. */
@@ -51,11 +60,13 @@ interface SenderRate {
  * - **Per sender number**: at most the sender's rate per clock second, all
  *   processes together (the shared Throttle, subject `sender:<id>`). The
  *   rate starts from the sender's `throughput_mps` and adapts (AIMD): a
- *   throughput refusal (130429) halves it at once (once per second: the
- *   refusals of messages sent at the old rate count once), and each second
- *   without one adds 5% of the configured rate, up to it. So a number the
- *   network holds lower than configured converges to just under its real
- *   limit, refused about once per probe. The adaptive rate is each
+ *   throughput refusal (130429) lowers it by a quarter at once (once a
+ *   second at most, and not for a message handed over before the last
+ *   decrease: it was paced at the old rate), and each second
+ *   without one adds 10% of the configured rate up to 95% of the rate last
+ *   refused, then 0.2% up to the configured rate. So a number the network
+ *   holds lower than configured converges to just under its real limit,
+ *   probing above it slowly. The adaptive rate is each
  *   process's own (each learns from its own refusals).
  * - **Per recipient** (the pair of number and user): at most `pairBurst`
  *   messages at once less one kept in reserve, then one per
@@ -86,30 +97,34 @@ export class Pacer {
    * The turn of a message from sender `senderId` (configured at `throughputMps`) to `to`: resolves when it may be
    * handed to the network, or at once with when to take it again.
    *
-   * @param slot the sender slot the message kept when it went back to the database, if any.
    * @throws the shared limiter's database error (the message's lease then lapses and it is taken again).
    */
-  async turn(message: { senderId: string; throughputMps: number; to: string; slot?: Date }): Promise<PaceTurn> {
+  async turn(message: { senderId: string; throughputMps: number; to: string }): Promise<PaceTurn> {
     const now = this.o.clock.now().getTime();
-    if (message.slot === undefined) {
+    {
       const pairAt = this.pairTurn(message.senderId, message.to, now);
       if (pairAt - now > this.o.options.holdMs) {
-        return { go: false, at: new Date(pairAt - this.o.options.holdMs / 2), slot: new Date(pairAt), reason: "recipient_pair_rate", keepSlot: false };
+        return { go: false, at: new Date(pairAt - this.o.options.holdMs / 2), slot: new Date(pairAt), reason: "recipient_pair_rate" };
       }
       // Taken before the wait: the pair's next message, asking meanwhile, comes after this one.
       this.tookPair(message.senderId, message.to, pairAt);
       if (pairAt > now) await sleep(pairAt - now);
     }
-    const turn = await this.o.throttle.turn(`sender:${message.senderId}`, this.rate(message.senderId, message.throughputMps), message.slot);
+    const turn = await this.o.throttle.turn(`sender:${message.senderId}`, this.rate(message.senderId, message.throughputMps) * HEADROOM);
     if (turn.go) return turn;
-    return { go: false, at: turn.at, slot: turn.slot, reason: "sender_rate", keepSlot: true };
+    return { go: false, at: turn.at, slot: turn.slot, reason: "sender_rate" };
   }
 
-  /** The network refused a message of `senderId` for its throughput (130429): the sender's rate is halved. */
-  throughputRefused(senderId: string): void {
+  /**
+   * The network refused a message of `senderId` handed to it at `handedAt` for its throughput (130429): the sender's
+   * rate is lowered by a quarter, unless the message was handed over before the last decrease.
+   */
+  throughputRefused(senderId: string, handedAt: Date): void {
     const rate = this.rates.get(senderId);
     const now = this.o.clock.now().getTime();
-    if (!rate || now - rate.loweredAt < DECREASE_QUIET_MS) return;
+    // A message handed over before the last decrease was paced at the rate before it: its refusal says nothing new.
+    if (!rate || handedAt.getTime() <= rate.loweredAt || now - rate.loweredAt < DECREASE_QUIET_MS) return;
+    rate.ceiling = rate.current;
     rate.current = Math.max(1, rate.current * DECREASE);
     rate.changedAt = rate.loweredAt = now;
   }
@@ -136,11 +151,12 @@ export class Pacer {
     const now = this.o.clock.now().getTime();
     let rate = this.rates.get(senderId);
     if (!rate || rate.configured !== throughputMps) {
-      rate = { configured: throughputMps, current: throughputMps, changedAt: now, loweredAt: 0 };
+      rate = { configured: throughputMps, current: throughputMps, ceiling: throughputMps, changedAt: now, loweredAt: 0 };
       this.rates.set(senderId, rate);
     }
     if (rate.current < rate.configured) {
-      const gained = (rate.configured * INCREASE_PER_SECOND * (now - rate.changedAt)) / 1000;
+      const share = rate.current < 0.95 * rate.ceiling ? INCREASE_PER_SECOND.belowCeiling : INCREASE_PER_SECOND.aboveCeiling;
+      const gained = (rate.configured * share * (now - rate.changedAt)) / 1000;
       rate.current = Math.min(rate.configured, rate.current + gained);
       rate.changedAt = now;
     }

@@ -79,16 +79,16 @@ export function createSimulatorLimits(db: Db, clock: Clock, options: SimulatorLi
   async function admitThroughput(from: string, now: number): Promise<boolean> {
     const step = 1000 / heldThroughput(from, options.throughputMps);
     // Busy: within the burst (a second's worth), one step on.
-    const busy = await accounts.updateOne({ _id: from, tat: { $gte: now, $lte: now + 1000 - step } }, { $inc: { tat: step } });
-    if (busy.matchedCount === 1) return true;
+    const busy = () => accounts.updateOne({ _id: from, tat: { $gte: now, $lte: now + 1000 - step } }, { $inc: { tat: step } });
+    if ((await busy()).matchedCount === 1) return true;
     try {
       // Idle (or new): from now.
       const idle = await accounts.updateOne({ _id: from, tat: { $lt: now } }, { $set: { tat: now + step } }, { upsert: true });
       return idle.matchedCount === 1 || idle.upsertedCount === 1;
     } catch (err) {
-      // The account exists and is beyond the burst: the upsert's insert met its id.
-      if (isDuplicateKeyError(err)) return false;
-      throw err;
+      if (!isDuplicateKeyError(err)) throw err;
+      // The account exists and is not idle: beyond the burst, or made busy by a send meanwhile (then within it).
+      return (await busy()).matchedCount === 1;
     }
   }
 

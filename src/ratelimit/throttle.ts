@@ -15,6 +15,8 @@ export type Turn = { go: true } | { go: false; slot: Date; at: Date };
 interface Line {
   /** The latest slot given (ms); the next is one step (1 s / limit) later, or now if that has passed. */
   cursor: number;
+  /** Without kept slots: the latest turn estimated for work sent back to wait (ms); the next is one step after it. */
+  deferredUntil: number;
   /** Work whose slot came, waiting for the limiter, in order. */
   waiting: { go: () => void; fail: (err: unknown) => void }[];
   pumping: boolean;
@@ -52,6 +54,11 @@ export class Throttle {
       clock: Clock;
       /** Longest wait with a lease held, in ms (well under the lease). */
       holdMs: number;
+      /**
+       * Whether work sent back to wait keeps its slot (true unless false: a webhook attempt keeps its place); without,
+       * it is given an estimate and takes a slot when it comes back (a sender's messages, whose rate adapts).
+       */
+      keepSlots?: boolean;
     },
   ) {}
 
@@ -70,13 +77,23 @@ export class Throttle {
     const now = this.o.clock.now().getTime();
     let line = this.lines.get(subject);
     if (!line) {
-      line = { cursor: 0, waiting: [], pumping: false, limit };
+      line = { cursor: 0, deferredUntil: 0, waiting: [], pumping: false, limit };
       this.lines.set(subject, line);
     }
     line.limit = limit;
+    const step = THROTTLE_WINDOW_MS / limit;
     let at = slot?.getTime();
-    if (at === undefined) {
-      at = line.cursor = Math.max(line.cursor + THROTTLE_WINDOW_MS / limit, now);
+    if (at === undefined && this.o.keepSlots === false) {
+      // Work sent back to wait takes no slot: it is given an estimate after the others sent back, and takes a slot at
+      // the rate of then when it comes back (so a rate that changed meanwhile applies to it).
+      const next = Math.max(line.cursor + step, now);
+      if (next - now > this.o.holdMs) {
+        const estimate = (line.deferredUntil = Math.max(line.deferredUntil + step, next));
+        return { go: false, slot: new Date(estimate), at: new Date(estimate - this.o.holdMs / 2) };
+      }
+      at = line.cursor = next;
+    } else if (at === undefined) {
+      at = line.cursor = Math.max(line.cursor + step, now);
       if (at - now > this.o.holdMs) return { go: false, slot: new Date(at), at: new Date(at - this.o.holdMs / 2) };
     } else {
       // Later attempts go after it (a slot kept from before this process's line, say).
@@ -112,7 +129,8 @@ export class Throttle {
       for (const waiter of line.waiting.splice(0)) waiter.fail(err);
     } finally {
       line.pumping = false;
-      if (line.cursor <= this.o.clock.now().getTime()) this.lines.delete(subject);
+      const now = this.o.clock.now().getTime();
+      if (line.cursor <= now && line.deferredUntil <= now) this.lines.delete(subject);
     }
   }
 }
