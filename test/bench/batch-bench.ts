@@ -1,5 +1,3 @@
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { MongoClient } from "mongodb";
 import { ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
 import { CreditService } from "../../gen/messaging/console/v1/credits_pb.js";
@@ -8,7 +6,7 @@ import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js"
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { startServiceProcess, stopProcess } from "../helpers/processes.js";
 import { countsBetween, startCommandCounter, workCommands, type CommandCounts } from "./command-counter.js";
-import { cpuSeconds, table } from "./harness.js";
+import { cpuSeconds, table, consoleClients } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -59,12 +57,7 @@ export async function runBatchBench(options: { mongodbUri: string }): Promise<st
     SIMULATOR_READ_DELAY_MS: "400",
   });
   const pid = service.child.pid as number;
-  const auth: Interceptor = (next) => (req) => {
-    req.header.set("authorization", `Bearer ${CONSOLE_TOKEN}`);
-    return next(req);
-  };
-  const client = <S extends Parameters<typeof createClient>[0]>(s: S) =>
-    createClient(s, createConnectTransport({ baseUrl: `http://127.0.0.1:${service.consolePort}`, httpVersion: "1.1", interceptors: [auth] }));
+  const client = consoleClients(`http://127.0.0.1:${service.consolePort}`, CONSOLE_TOKEN);
   const mongo = new MongoClient(options.mongodbUri);
   const messages = mongo.db(database).collection<{ status: string }>("messages");
   /** Waits until every message stored so far was reported read (dispatch and the simulator's reports done). */

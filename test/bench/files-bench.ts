@@ -5,8 +5,6 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { MongoClient } from "mongodb";
 import { request } from "undici";
 import { HttpBodySchema } from "../../gen/google/api/httpbody_pb.js";
@@ -17,7 +15,7 @@ import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js"
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { GetFlowResponseFileRequestSchema } from "../../gen/messaging/v1/flow_responses_pb.js";
 import { startServiceProcess, stopProcess } from "../helpers/processes.js";
-import { rssMiB, table } from "./harness.js";
+import { rssMiB, table, consoleClients } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -41,12 +39,7 @@ export async function runFilesBench(options: { mongodbUri: string; sizeMiB: numb
     FLOW_FILE_MAX_BYTES: String(size),
   });
   const pid = service.child.pid as number;
-  const auth: Interceptor = (next) => (req) => {
-    req.header.set("authorization", `Bearer ${CONSOLE_TOKEN}`);
-    return next(req);
-  };
-  const transport = createConnectTransport({ baseUrl: `http://127.0.0.1:${service.consolePort}`, httpVersion: "1.1", interceptors: [auth] });
-  const client = <S extends Parameters<typeof createClient>[0]>(s: S) => createClient(s, transport);
+  const client = consoleClients(`http://127.0.0.1:${service.consolePort}`, CONSOLE_TOKEN);
   const mongo = new MongoClient(options.mongodbUri);
   const dir = await mkdtemp(path.join(tmpdir(), "files-bench-"));
   const rows: string[][] = [];

@@ -2,6 +2,9 @@ import { readdir, readFile } from "node:fs/promises";
 import type { ClientHttp2Session } from "node:http2";
 import path from "node:path";
 import { status as grpcStatus } from "@grpc/grpc-js";
+import { createClient, type Client, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import type { DescService } from "@bufbuild/protobuf";
 import { BUILD_DIR } from "../../src/codegen/build-service.js";
 
 /*
@@ -41,6 +44,20 @@ export function grpcUnary(session: ClientHttp2Session, path: string, message: Ui
     stream.on("close", () => resolve("error")); // closed without an end (reset): a resolved promise ignores it otherwise
     stream.end(frame);
   });
+}
+
+/**
+ * Connect clients (JSON over HTTP/1.1) of the console at `consoleUrl`
+ * ("http://127.0.0.1:<console port>"), authenticated with the console token
+ * `token`: `client(WorkspaceService).createWorkspace(…)`.
+ */
+export function consoleClients(consoleUrl: string, token: string): <S extends DescService>(service: S) => Client<S> {
+  const auth: Interceptor = (next) => (req) => {
+    req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
+  };
+  const transport = createConnectTransport({ baseUrl: consoleUrl, httpVersion: "1.1", interceptors: [auth] });
+  return (service) => createClient(service, transport);
 }
 
 /** Result of one load run. */

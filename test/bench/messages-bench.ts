@@ -2,8 +2,6 @@ import http2 from "node:http2";
 import { availableParallelism } from "node:os";
 import * as grpc from "@grpc/grpc-js";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { MongoClient } from "mongodb";
 import { Pool } from "undici";
 import { ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
@@ -13,7 +11,7 @@ import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.j
 import { SendMessageRequestSchema } from "../../gen/messaging/v1/messages_pb.js";
 import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
 import { countsBetween, networkCommands, startCommandCounter, workCommands, type CommandCounter, type CommandCounts } from "./command-counter.js";
-import { benchProcessEntry, cpuSeconds, grpcUnary, jitCompilerCpuSeconds, loadTable, percentile, rssMiB, runLoad, table, type LoadResult } from "./harness.js";
+import { benchProcessEntry, cpuSeconds, grpcUnary, jitCompilerCpuSeconds, loadTable, percentile, rssMiB, runLoad, table, type LoadResult, consoleClients } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -65,12 +63,7 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
     typeof line.trivialPort === "number" ? (line as { trivialPort: number }) : undefined,
   );
   const pid = service.child.pid as number;
-  const auth: Interceptor = (next) => (req) => {
-    req.header.set("authorization", `Bearer ${CONSOLE_TOKEN}`);
-    return next(req);
-  };
-  const transport = createConnectTransport({ baseUrl: `http://127.0.0.1:${service.consolePort}`, httpVersion: "1.1", interceptors: [auth] });
-  const client = <S extends Parameters<typeof createClient>[0]>(s: S) => createClient(s, transport);
+  const client = consoleClients(`http://127.0.0.1:${service.consolePort}`, CONSOLE_TOKEN);
   // Warm-up rounds (at most MAX_WARMUP_ROUNDS), the measured REST and gRPC rounds, then a paced REST round.
   const totalSends = (MAX_WARMUP_ROUNDS + 3) * options.concurrency * options.callsPerWorker;
   const { workspace } = await client(WorkspaceService).createWorkspace({ name: "bench", credits: BigInt(totalSends) });

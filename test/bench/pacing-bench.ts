@@ -1,12 +1,10 @@
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { MongoClient } from "mongodb";
 import { ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
 import { SenderService } from "../../gen/messaging/console/v1/senders_pb.js";
 import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js";
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { startServiceProcess, stopProcess } from "../helpers/processes.js";
-import { table } from "./harness.js";
+import { table, consoleClients } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -34,13 +32,8 @@ interface Campaign {
 export async function runPacingBench(options: { mongodbUri: string; scale: number }): Promise<string> {
   const database = `bench_pacing_${Date.now()}`;
   const service = await startServiceProcess({ MONGODB_URI: options.mongodbUri, MONGODB_DATABASE: database, CONSOLE_TOKEN, ROLE: "all" });
-  const auth: Interceptor = (next) => (req) => {
-    req.header.set("authorization", `Bearer ${CONSOLE_TOKEN}`);
-    return next(req);
-  };
   const consoleUrl = `http://127.0.0.1:${service.consolePort}`;
-  const transport = createConnectTransport({ baseUrl: consoleUrl, httpVersion: "1.1", interceptors: [auth] });
-  const client = <S extends Parameters<typeof createClient>[0]>(s: S) => createClient(s, transport);
+  const client = consoleClients(consoleUrl, CONSOLE_TOKEN);
   const mongo = await new MongoClient(options.mongodbUri).connect();
   const messages = mongo.db(database).collection<{ _id: string; sender_id: string; status: string; sent_at?: Date | null }>("messages");
   const n = (count: number) => Math.max(20, Math.round(count * options.scale));

@@ -4,11 +4,9 @@ import { ApiKeyService } from "../../gen/messaging/console/v1/api_keys_pb.js";
 import { SenderService } from "../../gen/messaging/console/v1/senders_pb.js";
 import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js";
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { startServiceProcess, stopProcess } from "../helpers/processes.js";
 import { countsBetween, startCommandCounter, workCommands } from "./command-counter.js";
-import { percentile, table } from "./harness.js";
+import { percentile, table, consoleClients } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -34,13 +32,8 @@ export async function runStatsBench(options: { mongodbUri: string; sizes: number
   const database = `bench_stats_${Date.now()}`;
   const counter = await startCommandCounter(options.mongodbUri);
   const service = await startServiceProcess({ MONGODB_URI: counter.uri, MONGODB_DATABASE: database, CONSOLE_TOKEN, ROLE: "all", SIMULATOR_SENT_DELAY_MS: "0", SIMULATOR_DELIVERED_DELAY_MS: "50", SIMULATOR_READ_DELAY_MS: "100" });
-  const auth: Interceptor = (next) => (req) => {
-    req.header.set("authorization", `Bearer ${CONSOLE_TOKEN}`);
-    return next(req);
-  };
   const consoleUrl = `http://127.0.0.1:${service.consolePort}`;
-  const transport = createConnectTransport({ baseUrl: consoleUrl, httpVersion: "1.1", interceptors: [auth] });
-  const client = <S extends Parameters<typeof createClient>[0]>(s: S) => createClient(s, transport);
+  const client = consoleClients(consoleUrl, CONSOLE_TOKEN);
   const mongo = await new MongoClient(options.mongodbUri).connect();
   const beforeDb = await new MongoClient(options.mongodbUri, { appName: BEFORE_APP }).connect();
   /** The commands of beforeDb as the embedded database counts them (none elsewhere). */
