@@ -66,13 +66,14 @@ interface SenderRate {
  *   without one adds 10% of the configured rate up to 95% of the rate last
  *   refused, then 0.2% up to the configured rate. So a number the network
  *   holds lower than configured converges to just under its real limit,
- *   probing above it slowly. The adaptive rate is each
- *   process's own (each learns from its own refusals).
+ *   probing above it slowly. The adaptive rate is each process's own (each
+ *   learns from its own refusals). Messages are paced at 95% of it
+ *   (HEADROOM).
  * - **Per recipient** (the pair of number and user): at most `pairBurst`
  *   messages at once less one kept in reserve, then one per
  *   `pairIntervalMs` (a generic cell rate algorithm: a burst borrows from
- *   later). Counted in this process, which
- *   dispatches most of a pair's messages; a pair refusal (131056) from the
+ *   later). Counted in this process, which dispatches most of a pair's
+ *   messages; a pair refusal (131056) from the
  *   network (messages of one pair dispatched by several processes) makes
  *   that recipient wait 1, 4, 16, 64, then 256 s, while other recipients go
  *   on.
@@ -101,15 +102,13 @@ export class Pacer {
    */
   async turn(message: { senderId: string; throughputMps: number; to: string }): Promise<PaceTurn> {
     const now = this.o.clock.now().getTime();
-    {
-      const pairAt = this.pairTurn(message.senderId, message.to, now);
-      if (pairAt - now > this.o.options.holdMs) {
-        return { go: false, at: new Date(pairAt - this.o.options.holdMs / 2), slot: new Date(pairAt), reason: "recipient_pair_rate" };
-      }
-      // Taken before the wait: the pair's next message, asking meanwhile, comes after this one.
-      this.tookPair(message.senderId, message.to, pairAt);
-      if (pairAt > now) await sleep(pairAt - now);
+    const pairAt = this.pairTurn(message.senderId, message.to, now);
+    if (pairAt - now > this.o.options.holdMs) {
+      return { go: false, at: new Date(pairAt - this.o.options.holdMs / 2), slot: new Date(pairAt), reason: "recipient_pair_rate" };
     }
+    // Taken before the wait: the pair's next message, asking meanwhile, comes after this one.
+    this.tookPair(message.senderId, message.to, pairAt);
+    if (pairAt > now) await sleep(pairAt - now);
     const turn = await this.o.throttle.turn(`sender:${message.senderId}`, this.rate(message.senderId, message.throughputMps) * HEADROOM);
     if (turn.go) return turn;
     return { go: false, at: turn.at, slot: turn.slot, reason: "sender_rate" };
@@ -139,11 +138,6 @@ export class Pacer {
     const key = pairKey(senderId, to);
     this.pairs.set(key, Math.max(this.pairs.get(key) ?? 0, at + this.burstMs()));
     return new Date(at);
-  }
-
-  /** The rate of `senderId` now, in messages per second (for metrics and the console); its configured rate if not paced yet. */
-  currentRate(senderId: string, throughputMps: number): number {
-    return this.rate(senderId, throughputMps);
   }
 
   /** The sender's rate now: configured unless refusals lowered it, regained at INCREASE_PER_SECOND since. */
