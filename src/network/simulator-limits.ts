@@ -64,8 +64,9 @@ export interface SimulatorLimits {
  * once, then one message per 1/throughput s; a pair `pairBurst` messages at
  * once, then one per `pairIntervalMs`. A number's account is kept in
  * `simulator_throughput`, shared by every process as the network's own is:
- * a send is one conditional update when the number is busy (its arrival time
- * moved on by one step while within the burst), two when it was idle. The
+ * a send is one conditional update when the number was idle (below its
+ * limit: its arrival time set from now), two when it is busy (moved on by
+ * one step while within the burst). The
  * pair rate is counted in each process: the simulator of the process that
  * sends a pair's messages counts them.
  */
@@ -78,17 +79,18 @@ export function createSimulatorLimits(db: Db, clock: Clock, options: SimulatorLi
   /** Whether the number may send now; if so, its send is counted. */
   async function admitThroughput(from: string, now: number): Promise<boolean> {
     const step = 1000 / heldThroughput(from, options.throughputMps);
+    // Idle (the usual case below the limit): from now.
+    if ((await accounts.updateOne({ _id: from, tat: { $lt: now } }, { $set: { tat: now + step } })).matchedCount === 1) return true;
     // Busy: within the burst (a second's worth), one step on.
-    const busy = () => accounts.updateOne({ _id: from, tat: { $gte: now, $lte: now + 1000 - step } }, { $inc: { tat: step } });
-    if ((await busy()).matchedCount === 1) return true;
+    if ((await accounts.updateOne({ _id: from, tat: { $gte: now, $lte: now + 1000 - step } }, { $inc: { tat: step } })).matchedCount === 1) return true;
     try {
-      // Idle (or new): from now.
-      const idle = await accounts.updateOne({ _id: from, tat: { $lt: now } }, { $set: { tat: now + step } }, { upsert: true });
-      return idle.matchedCount === 1 || idle.upsertedCount === 1;
+      // A number's first send.
+      await accounts.insertOne({ _id: from, tat: now + step });
+      return true;
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
-      // The account exists and is not idle: beyond the burst, or made busy by a send meanwhile (then within it).
-      return (await busy()).matchedCount === 1;
+      // The account exists and is beyond the burst (or was made busy meanwhile: then within it).
+      return (await accounts.updateOne({ _id: from, tat: { $gte: now, $lte: now + 1000 - step } }, { $inc: { tat: step } })).matchedCount === 1;
     }
   }
 

@@ -4,6 +4,9 @@ import type { RateLimiter } from "./rate-limiter.js";
 /** Length of the throttle's windows: a rate limit counts per clock second. */
 export const THROTTLE_WINDOW_MS = 1000;
 
+/** Without kept slots: how far ahead of its rate a subject's work may go at once, in ms (a tenth of a second's worth). */
+const BURST_MS = 100;
+
 /**
  * A piece of work's turn: go now; or, when its slot is too far off to wait
  * for with the lease held, be claimed again at `at` (a little before `slot`)
@@ -91,7 +94,10 @@ export class Throttle {
         const estimate = (line.deferredUntil = Math.max(line.deferredUntil + step, next));
         return { go: false, slot: new Date(estimate), at: new Date(estimate - this.o.holdMs / 2) };
       }
-      at = line.cursor = next;
+      line.cursor = next;
+      // Within the burst allowed (BURST_MS of work ahead of the rate), it goes now: the pieces of work that arrive
+      // together go together (their writes are shared), the second's window still counting them all.
+      at = next - now <= BURST_MS ? now : next;
     } else if (at === undefined) {
       at = line.cursor = Math.max(line.cursor + step, now);
       if (at - now > this.o.holdMs) return { go: false, slot: new Date(at), at: new Date(at - this.o.holdMs / 2) };

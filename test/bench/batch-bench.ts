@@ -6,7 +6,7 @@ import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js"
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { startServiceProcess, stopProcess } from "../helpers/processes.js";
 import { countsBetween, startCommandCounter, workCommands, type CommandCounts } from "./command-counter.js";
-import { cpuSeconds, table, consoleClients } from "./harness.js";
+import { cpuSeconds, table, consoleClients, UPGRADED_NUMBER } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -71,7 +71,7 @@ export async function runBatchBench(options: { mongodbUri: string }): Promise<st
   try {
     const { workspace } = await client(WorkspaceService).createWorkspace({ name: "bench", credits: 1_000_000n });
     const workspaceId = workspace!.id;
-    const { sender } = await client(SenderService).createSender({ workspaceId, phoneNumber: "15550001234", name: "bench" });
+    const { sender } = await client(SenderService).createSender({ workspaceId, phoneNumber: UPGRADED_NUMBER, name: "bench", throughputMps: 1000 });
     const { template } = await client(TemplateService).createTemplate({ workspaceId, name: "bench", language: "en", body: "Hello {{name}}, your code is {{code}}" });
     const newKey = async (name: string) =>
       (await client(ApiKeyService).createApiKey({ workspaceId, name, scopes: ["messages:send"], rateLimitPerMin: 100 })).secret;
@@ -124,7 +124,7 @@ export async function runBatchBench(options: { mongodbUri: string }): Promise<st
     });
     // A balance that pays for 600 of the batch's 1,000: the first 600 accepted, the rest insufficient_credits.
     const poor = await client(WorkspaceService).createWorkspace({ name: "poor", credits: 0n });
-    const { sender: poorSender } = await client(SenderService).createSender({ workspaceId: poor.workspace!.id, phoneNumber: "15550001235", name: "bench" });
+    const { sender: poorSender } = await client(SenderService).createSender({ workspaceId: poor.workspace!.id, phoneNumber: "15550011000", name: "bench", throughputMps: 1000 });
     const { template: poorTemplate } = await client(TemplateService).createTemplate({ workspaceId: poor.workspace!.id, name: "bench", language: "en", body: "Hello {{name}}, your code is {{code}}" });
     const poorKey = (await client(ApiKeyService).createApiKey({ workspaceId: poor.workspace!.id, name: "poor", scopes: ["messages:send"], rateLimitPerMin: 100 })).secret;
     await measure(`batch of ${BATCH} against a balance of 600, idle`, 3, async () => {

@@ -15,7 +15,7 @@ import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js"
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { GetFlowResponseFileRequestSchema } from "../../gen/messaging/v1/flow_responses_pb.js";
 import { startServiceProcess, stopProcess } from "../helpers/processes.js";
-import { rssMiB, table, consoleClients } from "./harness.js";
+import { rssMiB, table, consoleClients, UPGRADED_NUMBER } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -70,7 +70,7 @@ export async function runFilesBench(options: { mongodbUri: string; sizeMiB: numb
 
     const { workspace } = await client(WorkspaceService).createWorkspace({ name: "bench", credits: 10n });
     const workspaceId = workspace!.id;
-    const { sender } = await client(SenderService).createSender({ workspaceId, phoneNumber: "15550001234", name: "bench" });
+    const { sender } = await client(SenderService).createSender({ workspaceId, phoneNumber: UPGRADED_NUMBER, name: "bench", throughputMps: 1000 });
     const { template } = await client(TemplateService).createTemplate({ workspaceId, name: "bench_form", language: "en", body: "Hi {{name}}", flowId: "42" });
     const key = (await client(ApiKeyService).createApiKey({ workspaceId, name: "bench", scopes: ["messages:send", "flow_responses:read"], rateLimitPerMin: 100 })).secret;
     const sent = await request(`http://127.0.0.1:${service.publicPort}/v1/messages`, {

@@ -47,6 +47,13 @@ export function grpcUnary(session: ClientHttp2Session, path: string, message: Ui
 }
 
 /**
+ * The sender number of the benches that measure the service's own costs (all but the pacing bench): the simulator
+ * holds numbers ending in 1000 at 1,000 messages a second (an upgraded WhatsApp number), and the benches create it
+ * with that throughput, so that pacing (README "Pacing") does not set their pace.
+ */
+export const UPGRADED_NUMBER = "15550001000";
+
+/**
  * Connect clients (JSON over HTTP/1.1) of the console at `consoleUrl`
  * ("http://127.0.0.1:<console port>"), authenticated with the console token
  * `token`: `client(WorkspaceService).createWorkspace(…)`.

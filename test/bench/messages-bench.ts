@@ -11,7 +11,7 @@ import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.j
 import { SendMessageRequestSchema } from "../../gen/messaging/v1/messages_pb.js";
 import { startProcess, startServiceProcess, stopProcess } from "../helpers/processes.js";
 import { countsBetween, networkCommands, startCommandCounter, workCommands, type CommandCounter, type CommandCounts } from "./command-counter.js";
-import { benchProcessEntry, cpuSeconds, grpcUnary, jitCompilerCpuSeconds, loadTable, percentile, rssMiB, runLoad, table, type LoadResult, consoleClients } from "./harness.js";
+import { benchProcessEntry, cpuSeconds, grpcUnary, jitCompilerCpuSeconds, loadTable, percentile, rssMiB, runLoad, table, type LoadResult, consoleClients, UPGRADED_NUMBER } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -68,7 +68,7 @@ export async function runMessagesBench(options: { mongodbUri: string; databasePi
   const totalSends = (MAX_WARMUP_ROUNDS + 3) * options.concurrency * options.callsPerWorker;
   const { workspace } = await client(WorkspaceService).createWorkspace({ name: "bench", credits: BigInt(totalSends) });
   const workspaceId = workspace!.id;
-  const { sender } = await client(SenderService).createSender({ workspaceId, phoneNumber: "15550001234", name: "bench" });
+  const { sender } = await client(SenderService).createSender({ workspaceId, phoneNumber: UPGRADED_NUMBER, name: "bench", throughputMps: 1000 });
   const { template } = await client(TemplateService).createTemplate({ workspaceId, name: "bench", language: "en", body: "Hello {{name}}, your code is {{code}}" });
   /** A key per client, new for each round: their secrets and ids. */
   const newKeys = async () => {

@@ -6,7 +6,7 @@ import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js"
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { startServiceProcess, stopProcess } from "../helpers/processes.js";
 import { countsBetween, startCommandCounter, workCommands } from "./command-counter.js";
-import { percentile, table, consoleClients } from "./harness.js";
+import { percentile, table, consoleClients, UPGRADED_NUMBER } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -42,7 +42,7 @@ export async function runStatsBench(options: { mongodbUri: string; sizes: number
   try {
     const { workspace } = await client(WorkspaceService).createWorkspace({ name: "stats bench", credits: BigInt(SENT) });
     const workspaceId = workspace!.id;
-    const { sender } = await client(SenderService).createSender({ workspaceId, phoneNumber: "15550001234", name: "bench" });
+    const { sender } = await client(SenderService).createSender({ workspaceId, phoneNumber: UPGRADED_NUMBER, name: "bench", throughputMps: 1000 });
     const { template } = await client(TemplateService).createTemplate({ workspaceId, name: "bench", language: "en", body: "Hello {{name}}, your code is {{code}}" });
     const keys = await Promise.all(
       Array.from({ length: 10 }, (_, i) => client(ApiKeyService).createApiKey({ workspaceId, name: `bench ${i}`, scopes: ["messages:send"], rateLimitPerMin: 100 })),
