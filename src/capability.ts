@@ -29,6 +29,7 @@ import type { CreditStore } from "./credits/credit-store.js";
 import type { WorkspaceStore } from "./workspaces/workspace-store.js";
 import type { AuditLog } from "./console/audit/audit-log.js";
 import type { OptOutStore } from "./optouts/opt-out-store.js";
+import type { MessagingLimitBudget } from "./messages/messaging-limit.js";
 
 /**
  * The stores of the capabilities, each the one module that reads and writes
@@ -55,6 +56,8 @@ export interface CapabilityStores {
   readonly throttleWindows: RateLimiter;
   /** The workspaces' opt-out lists. */
   readonly optOuts: OptOutStore;
+  /** The workspaces' unique recipients in the moving 24 hours of their messaging limit. */
+  readonly messagingLimit: MessagingLimitBudget;
 }
 
 /**

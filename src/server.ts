@@ -54,6 +54,7 @@ import { createMetrics, metricsRoute, observeDatabaseCommands } from "./metrics/
 import { tuneHeap } from "./shared/heap.js";
 import { createCreditStore } from "./credits/credit-store.js";
 import { createWorkspaceStore, type WorkspaceStore } from "./workspaces/workspace-store.js";
+import { MessagingLimitBudget } from "./messages/messaging-limit.js";
 
 /** What startService needs besides the configuration. */
 export interface StartOptions {
@@ -129,6 +130,7 @@ function createCapabilityStores(db: Db, clock: Clock, config: Config): Capabilit
     webhookDeliveries: createDeliveryStore(db),
     throttleWindows: createRateLimiter(db, clock, THROTTLE_WINDOW_MS),
     optOuts: createOptOutStore(db),
+    messagingLimit: new MessagingLimitBudget(db, clock),
   };
 }
 

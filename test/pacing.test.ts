@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { SenderService } from "../gen/messaging/console/v1/senders_pb.js";
-import { rest } from "./helpers/clients.js";
+import { MessagingLimit, WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
+import { MessageService, MessageStatus, QueuedReason } from "../gen/messaging/v1/messages_pb.js";
+import { grpcJsCall, rest } from "./helpers/clients.js";
 import { createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
-import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
+import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 /*
  * Dispatch paced against the network's limits (README "Pacing"), against the
@@ -143,4 +146,61 @@ describe("a pair refusal from the network", () => {
     expect(b! - a!).toBeGreaterThanOrEqual(900);
     expect(c!).toBeLessThan(b!);
   });
+});
+
+describe("the messaging limit of a workspace (unique recipients in a moving 24 hours)", () => {
+  it("holds messages to new recipients past it with queued_reason daily_limit, lets repeat recipients through, and releases them when it is raised", async () => {
+    const ws = await t.createWorkspace("Portfolio", 1_000);
+    const k = (await t.createKey(ws, { scopes: ["messages:send", "messages:read"], rateLimitPerMin: 100 })).secret;
+    // Set over the console's REST API, with the field's errors named; its form read back over Connect.
+    const patch = (body: unknown, mask = "messaging_limit") =>
+      rest(t.consoleUrl, "PATCH", `/console/v1/workspaces/${ws}?update_mask=${mask}`, { key: TEST_CONSOLE_TOKEN, body });
+    const wrongMask = await patch({ name: "Other" }, "name");
+    expect(wrongMask.status).toBe(400);
+    expect(JSON.stringify(wrongMask.json)).toContain("update_mask[0]");
+    const wrongTier = await patch({ messaging_limit: "tier_3k" });
+    expect(wrongTier.status).toBe(400);
+    const set = await patch({ messaging_limit: "tier_250" });
+    expect(set.status).toBe(200);
+    expect((set.json as { messaging_limit: string }).messaging_limit).toBe("tier_250");
+    const read = await t.console(WorkspaceService).getWorkspace({ id: ws });
+    expect(read.workspace!.messagingLimit).toBe(MessagingLimit.TIER_250);
+
+    const from = (await t.console(SenderService).createSender({ workspaceId: ws, phoneNumber: "4915100050001", name: "Campaign" })).sender!.id;
+    const tpl = await createTemplate(t, ws);
+    // 255 recipients, and 3 of them twice: 250 go, the 3 repeats go too, 5 new ones wait.
+    const recipients = Array.from({ length: 255 }, (_, i) => `4915160${String(i).padStart(5, "0")}`);
+    const items = [...recipients, ...recipients.slice(0, 3)].map((to) => ({ to, sender: from, template: { id: tpl, variables: { name: "Ada", code: "1" } } }));
+    const batch = await rest(t.publicUrl, "POST", "/v1/messages:batch", { key: k, body: { messages: items } });
+    expect(batch.status).toBe(200);
+    const ids = (batch.json as { results: { message: { message_id: string } }[] }).results.map((r) => r.message.message_id);
+    const stored = t.service.db.collection<{ _id: string; status: string; dispatch?: { queued_reason?: string } }>("messages");
+    const waitingIds = await eventually(async () => {
+      const left = await stored.find({ _id: { $in: ids }, status: "accepted" }).toArray();
+      return left.length === 5 && left.every((m) => m.dispatch?.queued_reason === "daily_limit") ? left.map((m) => m._id) : undefined;
+    }, 60_000, 200);
+    expect(await stored.countDocuments({ _id: { $in: ids }, status: { $nin: ["accepted", "failed"] } })).toBe(253);
+    expect(new Set(waitingIds.map((id) => items[ids.indexOf(id)]!.to)).size).toBe(5);
+
+    // Read back while they wait: over REST and over gRPC, with the reason and when the window frees room (within 25 h).
+    const now = Date.now();
+    const overRest = (await rest(t.publicUrl, "GET", `/v1/messages/${waitingIds[0]}`, { key: k })).json as { status: string; queued_reason: string; estimated_send_at: string };
+    expect(overRest.status).toBe("accepted");
+    expect(overRest.queued_reason).toBe("daily_limit");
+    expect(Date.parse(overRest.estimated_send_at) - now).toBeGreaterThan(23 * 3_600_000);
+    expect(Date.parse(overRest.estimated_send_at) - now).toBeLessThanOrEqual(25 * 3_600_000);
+    const overGrpc = await grpcJsCall(t.publicUrl.replace("http://", ""), MessageService.method.getMessage, { id: waitingIds[1]! }, { authorization: `Bearer ${k}` });
+    expect(overGrpc.error).toBeUndefined();
+    expect(overGrpc.response!.message!.queuedReason).toBe(QueuedReason.DAILY_LIMIT);
+    expect(overGrpc.response!.message!.status).toBe(MessageStatus.ACCEPTED);
+
+    // A value outside the tiers is refused, naming the field; the next tier releases the five at once.
+    await expect(t.console(WorkspaceService).updateWorkspace({ workspace: { id: ws, messagingLimit: 99 as MessagingLimit }, updateMask: { paths: ["messaging_limit"] } })).rejects.toSatisfy(
+      (err: unknown) => err instanceof ConnectError && err.code === Code.InvalidArgument && err.rawMessage.includes("workspace.messaging_limit"),
+    );
+    const raised = await t.console(WorkspaceService).updateWorkspace({ workspace: { id: ws, messagingLimit: MessagingLimit.TIER_2K }, updateMask: { paths: ["messaging_limit"] } });
+    expect(raised.workspace!.messagingLimit).toBe(MessagingLimit.TIER_2K);
+    await eventually(async () => ((await stored.countDocuments({ _id: { $in: waitingIds }, status: "accepted" })) === 0 ? true : undefined), 60_000, 200);
+    expect(await stored.countDocuments({ _id: { $in: ids }, status: "failed" })).toBe(0);
+  }, 120_000);
 });

@@ -11,7 +11,11 @@ export function createTenancyCapability(platform: Platform): Capability {
   return {
     name: "tenancy",
     consoleServices: [
-      registerService(WorkspaceService, createWorkspaceService(workspaces)),
+      registerService(
+        WorkspaceService,
+        // A raised messaging limit lets the messages waiting for it go (at the workers' next claims).
+        createWorkspaceService(workspaces, (id) => platform.stores.messages.releaseQueued(id, "daily_limit", clock.now())),
+      ),
       registerService(ApiKeyService, createApiKeyService({ keys, workspaces, admission, clock })),
     ],
   };

@@ -12,6 +12,8 @@ import { throughputOf, type SenderStore } from "../senders/sender-store.js";
 import type { Inbound } from "./inbound.js";
 import { EXPIRED, type DispatchState, type MessageRecord, type MessageStore, type Postponed } from "./message-store.js";
 import { Pacer, type PacingOptions } from "./pacing.js";
+import type { MessagingLimitBudget } from "./messaging-limit.js";
+import { MESSAGING_LIMITS, type WorkspaceStore } from "../workspaces/workspace-store.js";
 
 /** Retry rules of dispatch (DISPATCH_* configuration). */
 export interface DispatchOptions {
@@ -148,6 +150,10 @@ export function createDispatcher(deps: {
   pacing: Omit<PacingOptions, "holdMs">;
   /** The shared one-second windows of the senders' throughput. */
   throttleWindows: RateLimiter;
+  /** The workspaces (read through their cache) for their messaging limit. */
+  workspaces: Pick<WorkspaceStore, "getCached">;
+  /** The workspaces' counts of unique recipients (their messaging limit). */
+  messagingLimit: Pick<MessagingLimitBudget, "turn">;
 }): Dispatcher {
   const { messages, network, inbound, clock, logger, options, metrics, senders } = deps;
   const throttle = new Throttle({ limiter: deps.throttleWindows, clock, holdMs: PACING_HOLD_MS, keepSlots: false });
@@ -195,10 +201,20 @@ export function createDispatcher(deps: {
   }
 
   /**
-   * Waits for the message's turn under its sender's rate and its recipient's pair rate (README "Pacing"), then
-   * attempts it; a turn further off than PACING_HOLD_MS sends it back to the database until then, with its reason.
+   * Waits for the message's turn under its workspace's messaging limit, its sender's rate and its recipient's pair
+   * rate (README "Pacing"), then attempts it; a turn further off than PACING_HOLD_MS sends it back to the database
+   * until then, with its reason.
    */
   async function paced(message: MessageRecord, lease: string): Promise<void> {
+    const workspace = await deps.workspaces.getCached(message.workspace_id);
+    const budget = await deps.messagingLimit.turn(message.workspace_id, MESSAGING_LIMITS[workspace?.messaging_limit ?? "unlimited"], message.to);
+    if (!budget.go) {
+      // Woken at its validity's end if that comes first: it then fails as expired (take).
+      const at = message.valid_until && message.valid_until < budget.at ? message.valid_until : budget.at;
+      await postponed.add({ id: message._id, lease, at, reason: "daily_limit", estimatedAt: budget.at });
+      queue.wakeAt(at);
+      return;
+    }
     // Again after a refusal for a rate limit (the attempt hands the message back).
     for (let next: MessageRecord | void = message; next; ) {
       const current: MessageRecord = next;
@@ -224,7 +240,10 @@ export function createDispatcher(deps: {
     const now = clock.now();
     const message: MessageRecord = { ...pending, dispatch: { ...pending.dispatch, state: "claimed", claimed_at: now, attempts: pending.dispatch.attempts + 1 } };
     await claims.add({ message, lease, now });
-    if (leaseLeft(held) <= 0) return; // written late: another process may own it now; unsent, it fails as interrupted
+    // Written late (a loaded process): another process may have taken the message over before the claim was written
+    // (the claim then matched nothing). Read back: still held with this claim, it is this process's to send (its
+    // lease now runs to the claim timeout); otherwise it is left to its new holder.
+    if (leaseLeft(held) <= 0 && !(await messages.isClaimedBy(message._id, lease, now))) return;
     const send = pending.send;
     const attempts = message.dispatch!.attempts;
     let networkId: string;

@@ -21,7 +21,11 @@ export function statusFromProto(status: MessageStatus): StoredStatus | undefined
 
 const time = (date: Date | null | undefined) => (date ? timestampFromDate(date) : undefined);
 
-const QUEUED_REASON_TO_PROTO = { sender_rate: QueuedReason.SENDER_RATE, recipient_pair_rate: QueuedReason.RECIPIENT_PAIR_RATE } as const;
+const QUEUED_REASON_TO_PROTO = {
+  sender_rate: QueuedReason.SENDER_RATE,
+  recipient_pair_rate: QueuedReason.RECIPIENT_PAIR_RATE,
+  daily_limit: QueuedReason.DAILY_LIMIT,
+} as const;
 
 /** The public form of an outbound message (messaging.v1.Message); its queued reason only while it waits (accepted, not handed to the network). */
 export function messageToProto(record: MessageRecord): MessageInitShape<typeof MessageSchema> {

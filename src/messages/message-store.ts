@@ -260,6 +260,13 @@ export interface MessageStore {
    * reason and expected time (README "Pacing"); in one bulkWrite.
    */
   postponeDispatch(items: readonly Postponed[]): Promise<void>;
+  /** Whether the message is held by `lease` with the claim written at `claimedAt` (markCalling) (one read by _id). */
+  isClaimedBy(id: string, lease: string, claimedAt: Date): Promise<boolean>;
+  /**
+   * Messages of a workspace waiting in the database for `reason` (not held by a process) are due at `now`: the
+   * workers' next claims take them (a raised messaging limit). Resolves to how many.
+   */
+  releaseQueued(workspaceId: string, reason: QueuedReason, now: Date): Promise<number>;
   /**
    * The network refused a claimed message for one of its rate limits (130429, 131056): it is pending again and
    * stays held by `lease` until `until`, its attempt not counted (`pairRefused`: one more pair refusal counted).
@@ -447,6 +454,16 @@ export function createMessageStore(db: Db): MessageStore {
         { _id: id, "dispatch.state": "claimed", ...heldBy(lease) },
         leaseUpdate<MessageRecord>({ kind: "release", dueAt: at }, { $set: { "dispatch.state": "pending", "dispatch.claimed_at": null, "dispatch.last_error": error } }),
       );
+    },
+    async isClaimedBy(id, lease, claimedAt) {
+      return (await collection.countDocuments({ _id: id, ...heldBy(lease), "dispatch.state": "claimed", "dispatch.claimed_at": claimedAt }, { limit: 1 })) === 1;
+    },
+    async releaseQueued(workspaceId, reason, now) {
+      const released = await collection.updateMany(
+        { workspace_id: workspaceId, "dispatch.state": "pending", "dispatch.queued_reason": reason, lease_owner: null },
+        { $set: { due_at: now } },
+      );
+      return released.modifiedCount;
     },
     async postponeDispatch(items) {
       await collection.bulkWrite(

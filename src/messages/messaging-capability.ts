@@ -78,6 +78,8 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     senders,
     pacing: { pairIntervalMs: config.pairRateIntervalMs, pairBurst: config.pairRateBurst },
     throttleWindows: platform.stores.throttleWindows,
+    workspaces: platform.workspaces,
+    messagingLimit: platform.stores.messagingLimit,
     options: {
       maxAttempts: config.dispatchMaxAttempts,
       retryBaseMs: config.dispatchRetryBaseMs,

@@ -3,7 +3,7 @@ import type { Throttle } from "../ratelimit/throttle.js";
 import type { Clock } from "../shared/clock.js";
 
 /** Why a message waits in its sender's queue (the message's `queued_reason`, README "Pacing"). */
-export type QueuedReason = "sender_rate" | "recipient_pair_rate";
+export type QueuedReason = "sender_rate" | "recipient_pair_rate" | "daily_limit";
 
 /**
  * A message's turn: go now; or wait in the database until `at` (a little

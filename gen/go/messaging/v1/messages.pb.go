@@ -26,7 +26,7 @@ const (
 )
 
 // Why an accepted message waits in its sender's queue. In JSON: "sender_rate",
-// "recipient_pair_rate".
+// "recipient_pair_rate", "daily_limit".
 type QueuedReason int32
 
 const (
@@ -37,6 +37,9 @@ const (
 	// The recipient had the burst of messages the pair rate allows; one goes
 	// every PAIR_RATE_INTERVAL_MS (WhatsApp: about 6 s).
 	QueuedReason_QUEUED_REASON_RECIPIENT_PAIR_RATE QueuedReason = 2
+	// A new recipient past the workspace's messaging limit (unique recipients
+	// in a moving 24 hours): it waits until the window frees room.
+	QueuedReason_QUEUED_REASON_DAILY_LIMIT QueuedReason = 3
 )
 
 // Enum value maps for QueuedReason.
@@ -45,11 +48,13 @@ var (
 		0: "QUEUED_REASON_UNSPECIFIED",
 		1: "QUEUED_REASON_SENDER_RATE",
 		2: "QUEUED_REASON_RECIPIENT_PAIR_RATE",
+		3: "QUEUED_REASON_DAILY_LIMIT",
 	}
 	QueuedReason_value = map[string]int32{
 		"QUEUED_REASON_UNSPECIFIED":         0,
 		"QUEUED_REASON_SENDER_RATE":         1,
 		"QUEUED_REASON_RECIPIENT_PAIR_RATE": 2,
+		"QUEUED_REASON_DAILY_LIMIT":         3,
 	}
 )
 
@@ -1368,11 +1373,12 @@ const file_messaging_v1_messages_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\x05B\x03\xe0A\x03R\x04code\x12\x19\n" +
 	"\x05title\x18\x02 \x01(\tB\x03\xe0A\x03R\x05title\x12 \n" +
 	"\x06reason\x18\x03 \x01(\tB\x03\xe0A\x03H\x00R\x06reason\x88\x01\x01B\t\n" +
-	"\a_reason*s\n" +
+	"\a_reason*\x92\x01\n" +
 	"\fQueuedReason\x12\x1d\n" +
 	"\x19QUEUED_REASON_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19QUEUED_REASON_SENDER_RATE\x10\x01\x12%\n" +
-	"!QUEUED_REASON_RECIPIENT_PAIR_RATE\x10\x02*\xf2\x01\n" +
+	"!QUEUED_REASON_RECIPIENT_PAIR_RATE\x10\x02\x12\x1d\n" +
+	"\x19QUEUED_REASON_DAILY_LIMIT\x10\x03*\xf2\x01\n" +
 	"\rMessageStatus\x12\x1e\n" +
 	"\x1aMESSAGE_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17MESSAGE_STATUS_ACCEPTED\x10\x01\x12\x17\n" +

@@ -7,8 +7,8 @@ import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf
 import { file_buf_validate_validate } from "../../../buf/validate/validate_pb.js";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
 import { file_google_api_field_behavior } from "../../../google/api/field_behavior_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import { file_messaging_v1_field_rules } from "../../v1/field_rules_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file messaging/console/v1/workspaces.proto.
  */
 export const file_messaging_console_v1_workspaces: GenFile = /*@__PURE__*/
-  fileDesc("CiVtZXNzYWdpbmcvY29uc29sZS92MS93b3Jrc3BhY2VzLnByb3RvEhRtZXNzYWdpbmcuY29uc29sZS52MSKJAgoJV29ya3NwYWNlEg8KAmlkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSEQoEbmFtZRgDIAEoCUID4EEFEjoKBnN0YXR1cxgEIAEoDjIlLm1lc3NhZ2luZy5jb25zb2xlLnYxLldvcmtzcGFjZVN0YXR1c0ID4EEDEhsKDmNyZWRpdF9iYWxhbmNlGAUgASgDQgPgQQMSMwoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI1CgxzdXNwZW5kZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMiXwoWQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBIfCgRuYW1lGAEgASgJQhHgQQK6SAtyCeC1GAEQARjIARIkCgdjcmVkaXRzGAIgASgDQhPgQQG6SA0iCxj/////////DygAIk0KF0NyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEjIKCXdvcmtzcGFjZRgBIAEoCzIfLm1lc3NhZ2luZy5jb25zb2xlLnYxLldvcmtzcGFjZSImChNHZXRXb3Jrc3BhY2VSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiSgoUR2V0V29ya3NwYWNlUmVzcG9uc2USMgoJd29ya3NwYWNlGAEgASgLMh8ubWVzc2FnaW5nLmNvbnNvbGUudjEuV29ya3NwYWNlIk8KFUxpc3RXb3Jrc3BhY2VzUmVxdWVzdBIdCglwYWdlX3NpemUYASABKAVCCuBBAbpIBBoCKAASFwoKcGFnZV90b2tlbhgCIAEoCUID4EEBIpgBChZMaXN0V29ya3NwYWNlc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRItCgRkYXRhGAIgAygLMh8ubWVzc2FnaW5nLmNvbnNvbGUudjEuV29ya3NwYWNlEg0KBXRvdGFsGAMgASgFEhwKD25leHRfcGFnZV90b2tlbhgEIAEoCUgAiAEBQhIKEF9uZXh0X3BhZ2VfdG9rZW4iKgoXU3VzcGVuZFdvcmtzcGFjZVJlcXVlc3QSDwoCaWQYASABKAlCA+BBAiJOChhTdXNwZW5kV29ya3NwYWNlUmVzcG9uc2USMgoJd29ya3NwYWNlGAEgASgLMh8ubWVzc2FnaW5nLmNvbnNvbGUudjEuV29ya3NwYWNlIikKFlJlc3VtZVdvcmtzcGFjZVJlcXVlc3QSDwoCaWQYASABKAlCA+BBAiJNChdSZXN1bWVXb3Jrc3BhY2VSZXNwb25zZRIyCgl3b3Jrc3BhY2UYASABKAsyHy5tZXNzYWdpbmcuY29uc29sZS52MS5Xb3Jrc3BhY2UqcAoPV29ya3NwYWNlU3RhdHVzEiAKHFdPUktTUEFDRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdXT1JLU1BBQ0VfU1RBVFVTX0FDVElWRRABEh4KGldPUktTUEFDRV9TVEFUVVNfU1VTUEVOREVEEAIysQYKEFdvcmtzcGFjZVNlcnZpY2USnAEKD0NyZWF0ZVdvcmtzcGFjZRIsLm1lc3NhZ2luZy5jb25zb2xlLnYxLkNyZWF0ZVdvcmtzcGFjZVJlcXVlc3QaLS5tZXNzYWdpbmcuY29uc29sZS52MS5DcmVhdGVXb3Jrc3BhY2VSZXNwb25zZSIsgtPkkwImOgEqYgl3b3Jrc3BhY2UiFi9jb25zb2xlL3YxL3dvcmtzcGFjZXMSlQEKDEdldFdvcmtzcGFjZRIpLm1lc3NhZ2luZy5jb25zb2xlLnYxLkdldFdvcmtzcGFjZVJlcXVlc3QaKi5tZXNzYWdpbmcuY29uc29sZS52MS5HZXRXb3Jrc3BhY2VSZXNwb25zZSIugtPkkwIoYgl3b3Jrc3BhY2USGy9jb25zb2xlL3YxL3dvcmtzcGFjZXMve2lkfRKLAQoOTGlzdFdvcmtzcGFjZXMSKy5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0V29ya3NwYWNlc1JlcXVlc3QaLC5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0V29ya3NwYWNlc1Jlc3BvbnNlIh6C0+STAhgSFi9jb25zb2xlL3YxL3dvcmtzcGFjZXMSrAEKEFN1c3BlbmRXb3Jrc3BhY2USLS5tZXNzYWdpbmcuY29uc29sZS52MS5TdXNwZW5kV29ya3NwYWNlUmVxdWVzdBouLm1lc3NhZ2luZy5jb25zb2xlLnYxLlN1c3BlbmRXb3Jrc3BhY2VSZXNwb25zZSI5gtPkkwIzOgEqYgl3b3Jrc3BhY2UiIy9jb25zb2xlL3YxL3dvcmtzcGFjZXMve2lkfTpzdXNwZW5kEqgBCg9SZXN1bWVXb3Jrc3BhY2USLC5tZXNzYWdpbmcuY29uc29sZS52MS5SZXN1bWVXb3Jrc3BhY2VSZXF1ZXN0Gi0ubWVzc2FnaW5nLmNvbnNvbGUudjEuUmVzdW1lV29ya3NwYWNlUmVzcG9uc2UiOILT5JMCMjoBKmIJd29ya3NwYWNlIiIvY29uc29sZS92MS93b3Jrc3BhY2VzL3tpZH06cmVzdW1lYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_timestamp, file_messaging_v1_field_rules]);
+  fileDesc("CiVtZXNzYWdpbmcvY29uc29sZS92MS93b3Jrc3BhY2VzLnByb3RvEhRtZXNzYWdpbmcuY29uc29sZS52MSLVAgoJV29ya3NwYWNlEg8KAmlkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSEQoEbmFtZRgDIAEoCUID4EEFEjoKBnN0YXR1cxgEIAEoDjIlLm1lc3NhZ2luZy5jb25zb2xlLnYxLldvcmtzcGFjZVN0YXR1c0ID4EEDEhsKDmNyZWRpdF9iYWxhbmNlGAUgASgDQgPgQQMSMwoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI1CgxzdXNwZW5kZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSSgoPbWVzc2FnaW5nX2xpbWl0GAggASgOMiQubWVzc2FnaW5nLmNvbnNvbGUudjEuTWVzc2FnaW5nTGltaXRCC+BBAbpIBYIBAhABIqsBChZDcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0Eh8KBG5hbWUYASABKAlCEeBBArpIC3IJ4LUYARABGMgBEiQKB2NyZWRpdHMYAiABKANCE+BBAbpIDSILGP////////8PKAASSgoPbWVzc2FnaW5nX2xpbWl0GAMgASgOMiQubWVzc2FnaW5nLmNvbnNvbGUudjEuTWVzc2FnaW5nTGltaXRCC+BBAbpIBYIBAhABIk0KF0NyZWF0ZVdvcmtzcGFjZVJlc3BvbnNlEjIKCXdvcmtzcGFjZRgBIAEoCzIfLm1lc3NhZ2luZy5jb25zb2xlLnYxLldvcmtzcGFjZSImChNHZXRXb3Jrc3BhY2VSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiSgoUR2V0V29ya3NwYWNlUmVzcG9uc2USMgoJd29ya3NwYWNlGAEgASgLMh8ubWVzc2FnaW5nLmNvbnNvbGUudjEuV29ya3NwYWNlIk8KFUxpc3RXb3Jrc3BhY2VzUmVxdWVzdBIdCglwYWdlX3NpemUYASABKAVCCuBBAbpIBBoCKAASFwoKcGFnZV90b2tlbhgCIAEoCUID4EEBIpgBChZMaXN0V29ya3NwYWNlc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRItCgRkYXRhGAIgAygLMh8ubWVzc2FnaW5nLmNvbnNvbGUudjEuV29ya3NwYWNlEg0KBXRvdGFsGAMgASgFEhwKD25leHRfcGFnZV90b2tlbhgEIAEoCUgAiAEBQhIKEF9uZXh0X3BhZ2VfdG9rZW4iKgoXU3VzcGVuZFdvcmtzcGFjZVJlcXVlc3QSDwoCaWQYASABKAlCA+BBAiJOChhTdXNwZW5kV29ya3NwYWNlUmVzcG9uc2USMgoJd29ya3NwYWNlGAEgASgLMh8ubWVzc2FnaW5nLmNvbnNvbGUudjEuV29ya3NwYWNlIo0BChZVcGRhdGVXb3Jrc3BhY2VSZXF1ZXN0Ej0KCXdvcmtzcGFjZRgBIAEoCzIfLm1lc3NhZ2luZy5jb25zb2xlLnYxLldvcmtzcGFjZUIJ4EECukgD2AEDEjQKC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFza0ID4EEBIk0KF1VwZGF0ZVdvcmtzcGFjZVJlc3BvbnNlEjIKCXdvcmtzcGFjZRgBIAEoCzIfLm1lc3NhZ2luZy5jb25zb2xlLnYxLldvcmtzcGFjZSIpChZSZXN1bWVXb3Jrc3BhY2VSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiTQoXUmVzdW1lV29ya3NwYWNlUmVzcG9uc2USMgoJd29ya3NwYWNlGAEgASgLMh8ubWVzc2FnaW5nLmNvbnNvbGUudjEuV29ya3NwYWNlKsgBCg5NZXNzYWdpbmdMaW1pdBIfChtNRVNTQUdJTkdfTElNSVRfVU5TUEVDSUZJRUQQABIcChhNRVNTQUdJTkdfTElNSVRfVElFUl8yNTAQARIbChdNRVNTQUdJTkdfTElNSVRfVElFUl8ySxACEhwKGE1FU1NBR0lOR19MSU1JVF9USUVSXzEwSxADEh0KGU1FU1NBR0lOR19MSU1JVF9USUVSXzEwMEsQBBIdChlNRVNTQUdJTkdfTElNSVRfVU5MSU1JVEVEEAUqcAoPV29ya3NwYWNlU3RhdHVzEiAKHFdPUktTUEFDRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdXT1JLU1BBQ0VfU1RBVFVTX0FDVElWRRABEh4KGldPUktTUEFDRV9TVEFUVVNfU1VTUEVOREVEEAIy5wcKEFdvcmtzcGFjZVNlcnZpY2USnAEKD0NyZWF0ZVdvcmtzcGFjZRIsLm1lc3NhZ2luZy5jb25zb2xlLnYxLkNyZWF0ZVdvcmtzcGFjZVJlcXVlc3QaLS5tZXNzYWdpbmcuY29uc29sZS52MS5DcmVhdGVXb3Jrc3BhY2VSZXNwb25zZSIsgtPkkwImOgEqYgl3b3Jrc3BhY2UiFi9jb25zb2xlL3YxL3dvcmtzcGFjZXMSlQEKDEdldFdvcmtzcGFjZRIpLm1lc3NhZ2luZy5jb25zb2xlLnYxLkdldFdvcmtzcGFjZVJlcXVlc3QaKi5tZXNzYWdpbmcuY29uc29sZS52MS5HZXRXb3Jrc3BhY2VSZXNwb25zZSIugtPkkwIoYgl3b3Jrc3BhY2USGy9jb25zb2xlL3YxL3dvcmtzcGFjZXMve2lkfRKLAQoOTGlzdFdvcmtzcGFjZXMSKy5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0V29ya3NwYWNlc1JlcXVlc3QaLC5tZXNzYWdpbmcuY29uc29sZS52MS5MaXN0V29ya3NwYWNlc1Jlc3BvbnNlIh6C0+STAhgSFi9jb25zb2xlL3YxL3dvcmtzcGFjZXMSrAEKEFN1c3BlbmRXb3Jrc3BhY2USLS5tZXNzYWdpbmcuY29uc29sZS52MS5TdXNwZW5kV29ya3NwYWNlUmVxdWVzdBouLm1lc3NhZ2luZy5jb25zb2xlLnYxLlN1c3BlbmRXb3Jrc3BhY2VSZXNwb25zZSI5gtPkkwIzOgEqYgl3b3Jrc3BhY2UiIy9jb25zb2xlL3YxL3dvcmtzcGFjZXMve2lkfTpzdXNwZW5kErMBCg9VcGRhdGVXb3Jrc3BhY2USLC5tZXNzYWdpbmcuY29uc29sZS52MS5VcGRhdGVXb3Jrc3BhY2VSZXF1ZXN0Gi0ubWVzc2FnaW5nLmNvbnNvbGUudjEuVXBkYXRlV29ya3NwYWNlUmVzcG9uc2UiQ4LT5JMCPToJd29ya3NwYWNlYgl3b3Jrc3BhY2UyJS9jb25zb2xlL3YxL3dvcmtzcGFjZXMve3dvcmtzcGFjZS5pZH0SqAEKD1Jlc3VtZVdvcmtzcGFjZRIsLm1lc3NhZ2luZy5jb25zb2xlLnYxLlJlc3VtZVdvcmtzcGFjZVJlcXVlc3QaLS5tZXNzYWdpbmcuY29uc29sZS52MS5SZXN1bWVXb3Jrc3BhY2VSZXNwb25zZSI4gtPkkwIyOgEqYgl3b3Jrc3BhY2UiIi9jb25zb2xlL3YxL3dvcmtzcGFjZXMve2lkfTpyZXN1bWViBnByb3RvMw", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_messaging_v1_field_rules]);
 
 /**
  * A workspace.
@@ -72,6 +72,18 @@ export type Workspace = Message<"messaging.console.v1.Workspace"> & {
    * @generated from field: google.protobuf.Timestamp suspended_at = 7;
    */
   suspendedAt?: Timestamp | undefined;
+
+  /**
+   * The WhatsApp messaging limit of the workspace's business portfolio: how
+   * many unique recipients its numbers together may be sent messages in a
+   * moving 24 hours. Messages to further recipients wait in their sender's
+   * queue (queued_reason daily_limit) until the window frees room.
+   * "unlimited" (the default) counts nothing. Set it to the portfolio's
+   * limit as WhatsApp Manager shows it.
+   *
+   * @generated from field: messaging.console.v1.MessagingLimit messaging_limit = 8;
+   */
+  messagingLimit: MessagingLimit;
 };
 
 /**
@@ -100,6 +112,14 @@ export type CreateWorkspaceRequest = Message<"messaging.console.v1.CreateWorkspa
    * @generated from field: int64 credits = 2;
    */
   credits: bigint;
+
+  /**
+   * The portfolio's messaging limit (see Workspace.messaging_limit); unset:
+   * unlimited.
+   *
+   * @generated from field: messaging.console.v1.MessagingLimit messaging_limit = 3;
+   */
+  messagingLimit: MessagingLimit;
 };
 
 /**
@@ -285,6 +305,59 @@ export const SuspendWorkspaceResponseSchema: GenMessage<SuspendWorkspaceResponse
   messageDesc(file_messaging_console_v1_workspaces, 8);
 
 /**
+ * Request of UpdateWorkspace (AIP-134): the fields named in update_mask
+ * change; the others keep their value.
+ *
+ * @generated from message messaging.console.v1.UpdateWorkspaceRequest
+ */
+export type UpdateWorkspaceRequest = Message<"messaging.console.v1.UpdateWorkspaceRequest"> & {
+  /**
+   * The workspace's id and the new values of the fields in update_mask;
+   * other fields are ignored.
+   *
+   * @generated from field: messaging.console.v1.Workspace workspace = 1;
+   */
+  workspace?: Workspace | undefined;
+
+  /**
+   * Fields to change: messaging_limit. In REST, a comma-separated query
+   * parameter, for example ?update_mask=messaging_limit. Unset: the fields
+   * given with a non-default value.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 2;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.UpdateWorkspaceRequest.
+ * Use `create(UpdateWorkspaceRequestSchema)` to create a new message.
+ */
+export const UpdateWorkspaceRequestSchema: GenMessage<UpdateWorkspaceRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_workspaces, 9);
+
+/**
+ * Response of UpdateWorkspace: over REST the workspace itself.
+ *
+ * @generated from message messaging.console.v1.UpdateWorkspaceResponse
+ */
+export type UpdateWorkspaceResponse = Message<"messaging.console.v1.UpdateWorkspaceResponse"> & {
+  /**
+   * The workspace as changed.
+   *
+   * @generated from field: messaging.console.v1.Workspace workspace = 1;
+   */
+  workspace?: Workspace | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.UpdateWorkspaceResponse.
+ * Use `create(UpdateWorkspaceResponseSchema)` to create a new message.
+ */
+export const UpdateWorkspaceResponseSchema: GenMessage<UpdateWorkspaceResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_workspaces, 10);
+
+/**
  * Request of ResumeWorkspace.
  *
  * @generated from message messaging.console.v1.ResumeWorkspaceRequest
@@ -303,7 +376,7 @@ export type ResumeWorkspaceRequest = Message<"messaging.console.v1.ResumeWorkspa
  * Use `create(ResumeWorkspaceRequestSchema)` to create a new message.
  */
 export const ResumeWorkspaceRequestSchema: GenMessage<ResumeWorkspaceRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_workspaces, 9);
+  messageDesc(file_messaging_console_v1_workspaces, 11);
 
 /**
  * Response of ResumeWorkspace: over REST the workspace itself.
@@ -324,7 +397,64 @@ export type ResumeWorkspaceResponse = Message<"messaging.console.v1.ResumeWorksp
  * Use `create(ResumeWorkspaceResponseSchema)` to create a new message.
  */
 export const ResumeWorkspaceResponseSchema: GenMessage<ResumeWorkspaceResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_workspaces, 10);
+  messageDesc(file_messaging_console_v1_workspaces, 12);
+
+/**
+ * The messaging limit tiers of a WhatsApp business portfolio: unique
+ * recipients in a moving 24 hours. In JSON: "tier_250", "tier_2k",
+ * "tier_10k", "tier_100k", "unlimited".
+ *
+ * @generated from enum messaging.console.v1.MessagingLimit
+ */
+export enum MessagingLimit {
+  /**
+   * Not set: unlimited.
+   *
+   * @generated from enum value: MESSAGING_LIMIT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * 250 unique recipients (a new portfolio).
+   *
+   * @generated from enum value: MESSAGING_LIMIT_TIER_250 = 1;
+   */
+  TIER_250 = 1,
+
+  /**
+   * 2,000 unique recipients.
+   *
+   * @generated from enum value: MESSAGING_LIMIT_TIER_2K = 2;
+   */
+  TIER_2K = 2,
+
+  /**
+   * 10,000 unique recipients.
+   *
+   * @generated from enum value: MESSAGING_LIMIT_TIER_10K = 3;
+   */
+  TIER_10K = 3,
+
+  /**
+   * 100,000 unique recipients.
+   *
+   * @generated from enum value: MESSAGING_LIMIT_TIER_100K = 4;
+   */
+  TIER_100K = 4,
+
+  /**
+   * No limit: nothing is counted.
+   *
+   * @generated from enum value: MESSAGING_LIMIT_UNLIMITED = 5;
+   */
+  UNLIMITED = 5,
+}
+
+/**
+ * Describes the enum messaging.console.v1.MessagingLimit.
+ */
+export const MessagingLimitSchema: GenEnum<MessagingLimit> = /*@__PURE__*/
+  enumDesc(file_messaging_console_v1_workspaces, 0);
 
 /**
  * Status of a workspace. In JSON: "active", "suspended".
@@ -358,7 +488,7 @@ export enum WorkspaceStatus {
  * Describes the enum messaging.console.v1.WorkspaceStatus.
  */
 export const WorkspaceStatusSchema: GenEnum<WorkspaceStatus> = /*@__PURE__*/
-  enumDesc(file_messaging_console_v1_workspaces, 0);
+  enumDesc(file_messaging_console_v1_workspaces, 1);
 
 /**
  * WorkspaceService manages workspaces: the tenants of the service. Console
@@ -407,6 +537,17 @@ export const WorkspaceService: GenService<{
     methodKind: "unary";
     input: typeof SuspendWorkspaceRequestSchema;
     output: typeof SuspendWorkspaceResponseSchema;
+  },
+  /**
+   * Changes a workspace (AIP-134): the fields named in update_mask
+   * ("messaging_limit"); without a mask, those given.
+   *
+   * @generated from rpc messaging.console.v1.WorkspaceService.UpdateWorkspace
+   */
+  updateWorkspace: {
+    methodKind: "unary";
+    input: typeof UpdateWorkspaceRequestSchema;
+    output: typeof UpdateWorkspaceResponseSchema;
   },
   /**
    * Resumes a suspended workspace.

@@ -21,6 +21,7 @@ class QueuedReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     QUEUED_REASON_UNSPECIFIED: _ClassVar[QueuedReason]
     QUEUED_REASON_SENDER_RATE: _ClassVar[QueuedReason]
     QUEUED_REASON_RECIPIENT_PAIR_RATE: _ClassVar[QueuedReason]
+    QUEUED_REASON_DAILY_LIMIT: _ClassVar[QueuedReason]
 
 class MessageStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -35,6 +36,7 @@ class MessageStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 QUEUED_REASON_UNSPECIFIED: QueuedReason
 QUEUED_REASON_SENDER_RATE: QueuedReason
 QUEUED_REASON_RECIPIENT_PAIR_RATE: QueuedReason
+QUEUED_REASON_DAILY_LIMIT: QueuedReason
 MESSAGE_STATUS_UNSPECIFIED: MessageStatus
 MESSAGE_STATUS_ACCEPTED: MessageStatus
 MESSAGE_STATUS_SENT: MessageStatus

@@ -2,6 +2,7 @@ from enum import StrEnum
 
 
 class QueuedReason(StrEnum):
+    DAILY_LIMIT = "daily_limit"
     RECIPIENT_PAIR_RATE = "recipient_pair_rate"
     SENDER_RATE = "sender_rate"
 
