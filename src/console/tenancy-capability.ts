@@ -13,8 +13,11 @@ export function createTenancyCapability(platform: Platform): Capability {
     consoleServices: [
       registerService(
         WorkspaceService,
-        // A raised messaging limit lets the messages waiting for it go (at the workers' next claims).
-        createWorkspaceService(workspaces, (id) => platform.stores.messages.releaseQueued(id, "daily_limit", clock.now())),
+        createWorkspaceService(workspaces, {
+          // A raised messaging limit lets the messages waiting for it go (at the workers' next claims).
+          raised: (id) => platform.stores.messages.releaseQueued(id, "daily_limit", clock.now()),
+          inWindow: (id) => platform.stores.messagingLimit.inWindow(id),
+        }),
       ),
       registerService(ApiKeyService, createApiKeyService({ keys, workspaces, admission, clock })),
     ],

@@ -59,9 +59,19 @@ export async function requireWorkspace(workspaces: WorkspaceStore, id: string): 
  */
 export function createWorkspaceService(
   workspaces: WorkspaceStore,
-  /** Called after a workspace's messaging limit was raised (or made unlimited): messages waiting for it may go. */
-  limitRaised: (workspaceId: string) => Promise<unknown>,
+  messagingLimit: {
+    /** Called after a workspace's messaging limit was raised (or made unlimited): messages waiting for it may go. */
+    raised(workspaceId: string): Promise<unknown>;
+    /** The unique recipients counted in the workspace's window now. */
+    inWindow(workspaceId: string): Promise<number>;
+  },
 ): Partial<ServiceImpl<typeof WorkspaceService>> {
+  /** A workspace with how much of its messaging limit is used (GetWorkspace, UpdateWorkspace). */
+  async function withUsage(record: WorkspaceRecord) {
+    const used = record.messaging_limit ? await messagingLimit.inWindow(record._id) : 0;
+    return { workspace: { ...workspaceToProto(record), messagingLimitUsed: used } };
+  }
+
   async function setStatus(id: string, status: WorkspaceRecord["status"], context: HandlerContext) {
     if (isUuid(id)) recordWorkspace(context, id);
     requireOperator(context);
@@ -82,7 +92,7 @@ export function createWorkspaceService(
     async getWorkspace(req, context) {
       const record = await requireWorkspace(workspaces, req.id);
       requireWorkspaceAccess(context, record._id, "read");
-      return { workspace: workspaceToProto(record) };
+      return withUsage(record);
     },
     async listWorkspaces(req, context) {
       requireOperator(context);
@@ -101,10 +111,10 @@ export function createWorkspaceService(
       if (paths.includes("messaging_limit")) {
         const limit = limitFromProto(input!.messagingLimit);
         updated = await workspaces.setMessagingLimit(id, limit);
-        if (MESSAGING_LIMITS[limit] > MESSAGING_LIMITS[before.messaging_limit ?? "unlimited"]) await limitRaised(id);
+        if (MESSAGING_LIMITS[limit] > MESSAGING_LIMITS[before.messaging_limit ?? "unlimited"]) await messagingLimit.raised(id);
       }
       if (!updated) throw notFound("workspace", id);
-      return { workspace: workspaceToProto(updated) };
+      return withUsage(updated);
     },
     suspendWorkspace: (req, context) => setStatus(req.id, "suspended", context),
     resumeWorkspace: (req, context) => setStatus(req.id, "active", context),

@@ -1,22 +1,41 @@
-import { Command } from "commander";
-import { WorkspaceService, WorkspaceSchema, ListWorkspacesResponseSchema } from "../../../gen/messaging/console/v1/workspaces_pb.js";
+import { Command, Option } from "commander";
+import {
+  MessagingLimit,
+  WorkspaceService,
+  WorkspaceSchema,
+  ListWorkspacesResponseSchema,
+} from "../../../gen/messaging/console/v1/workspaces_pb.js";
 import { GetMessageStatsResponseSchema, MessageStatsService } from "../../../gen/messaging/console/v1/message_stats_pb.js";
 import { toRestJson } from "../../contract/rest-json.js";
 import { formatTable, since, wholeNumber, type CliContext } from "../context.js";
 
-/** `msgsvc workspaces …`: create, get, list, suspend, resume, stats. */
+/** The messaging limit tiers as the CLI takes them (the JSON form of the proto enum MessagingLimit). */
+const LIMITS: Record<string, MessagingLimit> = {
+  tier_250: MessagingLimit.TIER_250,
+  tier_2k: MessagingLimit.TIER_2K,
+  tier_10k: MessagingLimit.TIER_10K,
+  tier_100k: MessagingLimit.TIER_100K,
+  unlimited: MessagingLimit.UNLIMITED,
+};
+const limitOption = () =>
+  new Option("--messaging-limit <tier>", "unique recipients in a moving 24 hours (the portfolio's WhatsApp messaging limit)").choices(Object.keys(LIMITS));
+
+/** `msgsvc workspaces …`: create, get, list, update, suspend, resume, stats. */
 export function workspaceCommands(ctx: CliContext): Command {
-  const columns = ["id", "name", "status", "credit_balance", "created_at"];
+  const columns = ["id", "name", "status", "credit_balance", "messaging_limit", "created_at"];
+  const detail = [...columns.slice(0, -1), "messaging_limit_used", "created_at"];
   const workspaces = new Command("workspaces").description("manage workspaces");
   workspaces
     .command("create")
     .description("create a workspace")
     .requiredOption("--name <name>", "name of the workspace")
     .option("--credits <n>", "opening credit balance", "0")
+    .addOption(limitOption())
     .option("--json", "print JSON")
-    .action(async (o: { name: string; credits: string; json?: boolean }) => {
+    .action(async (o: { name: string; credits: string; messagingLimit?: string; json?: boolean }) => {
       const credits = BigInt(wholeNumber("--credits", o.credits));
-      const { workspace } = await ctx.client(WorkspaceService).createWorkspace({ name: o.name, credits });
+      const messagingLimit = o.messagingLimit ? LIMITS[o.messagingLimit] : undefined;
+      const { workspace } = await ctx.client(WorkspaceService).createWorkspace({ name: o.name, credits, messagingLimit });
       ctx.print(WorkspaceSchema, workspace!, columns, !!o.json);
     });
   workspaces
@@ -25,7 +44,18 @@ export function workspaceCommands(ctx: CliContext): Command {
     .option("--json", "print JSON")
     .action(async (id: string, o: { json?: boolean }) => {
       const { workspace } = await ctx.client(WorkspaceService).getWorkspace({ id });
-      ctx.print(WorkspaceSchema, workspace!, columns, !!o.json);
+      ctx.print(WorkspaceSchema, workspace!, detail, !!o.json);
+    });
+  workspaces
+    .command("update <id>")
+    .description("change a workspace's messaging limit (messages waiting for it go when it is raised)")
+    .addOption(limitOption().makeOptionMandatory())
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { messagingLimit: string; json?: boolean }) => {
+      const { workspace } = await ctx
+        .client(WorkspaceService)
+        .updateWorkspace({ workspace: { id, messagingLimit: LIMITS[o.messagingLimit] }, updateMask: { paths: ["messaging_limit"] } });
+      ctx.print(WorkspaceSchema, workspace!, detail, !!o.json);
     });
   workspaces
     .command("list")
