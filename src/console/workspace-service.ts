@@ -53,7 +53,7 @@ export async function requireWorkspace(workspaces: WorkspaceStore, id: string): 
  * characters, opening credits not negative, a messaging limit), get, list,
  * update (the messaging limit: operators and the workspace's writers),
  * suspend, resume.
- * Create, suspend and resume are in the audit log of the workspace they act on.
+ * Create, update, suspend and resume are in the audit log of the workspace they act on.
  * Suspending takes effect for the workspace's keys within the key cache's
  * staleness bound (5 s).
  */
