@@ -53,6 +53,8 @@ export const EVENTS_PENDING = { "events_pending.0": { $exists: true } } as const
 export const REFUND_DUE = { refund_state: "due" } as const;
 /** Not handed to the network yet (the messages sweep looks among them for those past their valid_until). */
 export const DISPATCH_PENDING = { "dispatch.state": "pending" } as const;
+/** Handed to the network and answered (sent, or refused for good), or stopped before (the index of what a sender sent lately). */
+export const DISPATCH_DONE = { "dispatch.state": "done" } as const;
 
 /**
  * Dispatch state of an outbound message (the outbox): "pending" until a
@@ -269,7 +271,29 @@ export interface MessageStore {
   recordDispatchFailure(id: string, lease: string, error: NetworkErrorInfo): Promise<void>;
   /** Dispatch is over (its outcome applied): out of the queue. */
   completeDispatch(id: string, lease: string): Promise<void>;
+  /**
+   * The senders' queues at `now` (README "Pacing", "A sender's queue"): the outbound messages whose dispatch is
+   * pending, of sender `senderId` or of every sender, read by the partial index `queue_by_sender` (one find,
+   * three small fields a message: its cost grows with the messages queued, not with the collection). A message is
+   * queued from its `send_at` (a scheduled send) or its creation on, until it is handed to the network; a scheduled
+   * send not yet due is counted apart (`scheduled`), not queued.
+   */
+  queuedBySender(now: Date, senderId?: string): Promise<Map<string, SenderQueueCounts>>;
+  /** Messages of sender `senderId` handed to the network at or after `since` (their `sent_at`): counted from the index `sent_by_sender`. */
+  countSentSince(senderId: string, since: Date): Promise<number>;
   ensureIndexes(): Promise<void>;
+}
+
+/** A sender's queue as MessageStore.queuedBySender reads it. */
+export interface SenderQueueCounts {
+  /** Messages queued: not handed to the network, due (a scheduled send from its send_at on). */
+  depth: number;
+  /** The earliest `send_at`, or creation time of a message sent at once, among those queued; null when none is. */
+  oldestQueuedAt: Date | null;
+  /** Queued messages by their `dispatch.queued_reason` (those never sent back to wait have none and are left out). */
+  byReason: Map<QueuedReason, number>;
+  /** Scheduled sends not yet due (not queued). */
+  scheduled: number;
 }
 
 /** Creates the message store over `db`. */
@@ -480,7 +504,37 @@ export function createMessageStore(db: Db): MessageStore {
     async completeDispatch(id, lease) {
       await collection.updateOne({ _id: id, ...heldBy(lease) }, leaseUpdate<MessageRecord>({ kind: "complete" }));
     },
+    async queuedBySender(now, senderId) {
+      // The partial index's condition as written, and the sender (or every one: a range of the index's key).
+      const pending = await collection
+        .find(
+          { ...DISPATCH_PENDING, sender_id: senderId ?? { $gt: "" } },
+          { projection: { _id: 0, sender_id: 1, send_at: 1, created_at: 1, "dispatch.queued_reason": 1 } },
+        )
+        .toArray();
+      const queues = new Map<string, SenderQueueCounts>();
+      for (const m of pending) {
+        if (!m.sender_id) continue;
+        let queue = queues.get(m.sender_id);
+        if (!queue) queues.set(m.sender_id, (queue = { depth: 0, oldestQueuedAt: null, byReason: new Map(), scheduled: 0 }));
+        const queuedAt = m.send_at ?? m.created_at;
+        if (queuedAt.getTime() > now.getTime()) {
+          queue.scheduled++;
+          continue;
+        }
+        queue.depth++;
+        if (!queue.oldestQueuedAt || queuedAt.getTime() < queue.oldestQueuedAt.getTime()) queue.oldestQueuedAt = queuedAt;
+        const reason = m.dispatch?.queued_reason;
+        if (reason) queue.byReason.set(reason, (queue.byReason.get(reason) ?? 0) + 1);
+      }
+      return queues;
+    },
+    countSentSince: (senderId, since) => collection.countDocuments({ ...DISPATCH_DONE, sender_id: senderId, sent_at: { $gte: since } }),
     async ensureIndexes() {
+      // A sender's queue (queuedBySender): the messages not handed to the network only, by sender.
+      await collection.createIndex({ sender_id: 1 }, { name: "queue_by_sender", partialFilterExpression: DISPATCH_PENDING });
+      // What a sender handed to the network lately (countSentSince): the messages whose dispatch is done, by sender and sent_at.
+      await collection.createIndex({ sender_id: 1, sent_at: 1 }, { name: "sent_by_sender", partialFilterExpression: DISPATCH_DONE });
       await collection.createIndex({ api_key_id: 1, created_at: -1, _id: -1 });
       await collection.createIndex({ wa_message_id: 1 });
       await collection.createIndex({ workspace_id: 1, direction: 1, created_at: -1, _id: -1 });
