@@ -194,6 +194,30 @@ describe("UpdateSender", () => {
     expect(JSON.stringify(audit.json)).toContain("UpdateSender");
   });
 
+  it("a raised throughput: the messages waiting for a turn under the old rate are due again within a second instead of at their old turn, and leave", async () => {
+    const from = await createSender("4915100080004", 1);
+    const ids = await sendBatch(from, Array.from({ length: 10 }, (_, i) => `49151800${String(i).padStart(5, "0")}`));
+    type Row = { _id: string; due_at?: Date; lease_owner?: string | null; dispatch?: { state: string; queued_reason?: string } };
+    const messages = t.service.db.collection<Row>("messages");
+    const waitingFor = () => messages.find({ _id: { $in: ids }, "dispatch.state": "pending", lease_owner: null, "dispatch.queued_reason": "sender_rate" }).toArray();
+    // At 1 a second, the last of ten waits in the database for a turn seconds away.
+    const before = await eventually(async () => {
+      const rows = await waitingFor();
+      return rows.length >= 4 ? rows : undefined;
+    }, 20_000, 100);
+    expect(Math.max(...before.map((r) => r.due_at!.getTime()))).toBeGreaterThan(Date.now() + 3000);
+
+    const patched = await consoleRest("PATCH", `/console/v1/senders/${from}?update_mask=throughput_mps`, { throughput_mps: 1000 });
+    expect(patched.status).toBe(200);
+    const answeredAt = Date.now();
+    // None waits for its old turn any more: due within the senders' cache's bound (1 s) of the change.
+    for (const row of await waitingFor()) expect(row.due_at!.getTime()).toBeLessThanOrEqual(answeredAt + 1000);
+    await untilLeft(ids);
+    const { sender } = await t.console(SenderService).getSender({ id: from });
+    expect(sender!.queue!.messageCount).toBe(0);
+    expect(sender!.queue!.sentLastMinuteCount).toBe(10);
+  });
+
   it("refuses a throughput out of 1..1000, a blank name and a path it cannot change, naming the field, over REST and Connect; the CLI exits 1", async () => {
     const id = await createSender("4915100080002", 20);
     const tooFast = await consoleRest("PATCH", `/console/v1/senders/${id}?update_mask=throughput_mps`, { throughput_mps: 1001 });

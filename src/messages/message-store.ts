@@ -281,6 +281,14 @@ export interface MessageStore {
   queuedBySender(now: Date, senderId?: string): Promise<Map<string, SenderQueueCounts>>;
   /** Messages of sender `senderId` handed to the network at or after `since` (their `sent_at`): counted from the index `sent_by_sender`. */
   countSentSince(senderId: string, since: Date): Promise<number>;
+  /**
+   * The throughput of sender `senderId` was raised: its messages that wait in the database for a turn under its old
+   * rate (pending, not leased, sent back for `sender_rate`) are due again at `at` instead of their old expected turn,
+   * to take a turn at the new rate (README "Pacing", "A sender's queue"); one updateMany read by `queue_by_sender`.
+   *
+   * @returns how many were made due.
+   */
+  requeueForRate(senderId: string, at: Date): Promise<number>;
   ensureIndexes(): Promise<void>;
 }
 
@@ -530,6 +538,13 @@ export function createMessageStore(db: Db): MessageStore {
       return queues;
     },
     countSentSince: (senderId, since) => collection.countDocuments({ ...DISPATCH_DONE, sender_id: senderId, sent_at: { $gte: since } }),
+    async requeueForRate(senderId, at) {
+      const res = await collection.updateMany(
+        { ...DISPATCH_PENDING, sender_id: senderId, lease_owner: null, "dispatch.queued_reason": "sender_rate", due_at: { $gt: at } },
+        { $set: { due_at: at } },
+      );
+      return res.modifiedCount;
+    },
     async ensureIndexes() {
       // A sender's queue (queuedBySender): the messages not handed to the network only, by sender.
       await collection.createIndex({ sender_id: 1 }, { name: "queue_by_sender", partialFilterExpression: DISPATCH_PENDING });

@@ -18,7 +18,7 @@ import type { MessageStore } from "../messages/message-store.js";
 import type { Clock } from "../shared/clock.js";
 import { apiError, notFound, violationsError } from "../shared/errors.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
-import { DEFAULT_THROUGHPUT_MPS, throughputOf, type SenderChanges, type SenderRecord, type SenderStore } from "./sender-store.js";
+import { DEFAULT_THROUGHPUT_MPS, SENDER_CHANGE_DELAY_MS, throughputOf, type SenderChanges, type SenderRecord, type SenderStore } from "./sender-store.js";
 
 /** Fields UpdateSender may change (its update_mask paths). */
 const UPDATABLE = ["name", "throughput_mps"] as const;
@@ -105,11 +105,13 @@ export function createPublicSenderService(senders: SenderStore): Partial<Service
  * throughput 1 to 1,000 messages per second, 80 unless given),
  * list, get (with its queue, readSenderQueue), update of name and throughput
  * (AIP-134 update mask; dispatch in other processes sees it within
- * SENDER_CHANGE_DELAY_MS), archive (idempotent).
+ * SENDER_CHANGE_DELAY_MS; a raised throughput makes the messages sent back
+ * to wait under the old one due once every process has it), archive
+ * (idempotent).
  */
 export function createConsoleSenderService(deps: {
   senders: SenderStore;
-  messages: Pick<MessageStore, "queuedBySender" | "countSentSince">;
+  messages: Pick<MessageStore, "queuedBySender" | "countSentSince" | "requeueForRate">;
   workspaces: WorkspaceStore;
   clock: Clock;
 }): Partial<ServiceImpl<typeof ConsoleSenderService>> {
@@ -140,7 +142,7 @@ export function createConsoleSenderService(deps: {
       return { object: "list", data: page.items.map((r) => consoleSenderToProto(r)), total: page.total, nextPageToken: page.nextPageToken };
     },
     async getSender(req, context) {
-      const record = await senders.get(req.id);
+      const record = await senders.getStored(req.id);
       if (!record) throw notFound("sender", req.id);
       requireWorkspaceAccess(context, record.workspace_id, "read");
       return { sender: consoleSenderToProto(record, await readSenderQueue(messages, record, clock.now())) };
@@ -158,6 +160,11 @@ export function createConsoleSenderService(deps: {
       if (paths.includes("throughput_mps")) changes.throughput_mps = input.throughputMps;
       const record = await senders.update(id, changes);
       if (!record) throw notFound("sender", id);
+      // A raised rate: the messages waiting for a turn under the old one take a turn at the new one, once every
+      // process's cache has it (README "Pacing", "A sender's queue").
+      if (changes.throughput_mps !== undefined && changes.throughput_mps > throughputOf(existing)) {
+        await messages.requeueForRate(id, new Date(clock.now().getTime() + SENDER_CHANGE_DELAY_MS));
+      }
       return { sender: consoleSenderToProto(record) };
     },
     async archiveSender(req, context) {

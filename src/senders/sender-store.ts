@@ -57,6 +57,8 @@ export interface SenderStore {
   create(input: { workspaceId: string; phoneNumber: string; name: string; whatsappPhoneNumberId: string | null; throughputMps: number }): Promise<SenderRecord>;
   /** The sender with `id`, or null; cached (see createRecordCache): changes made elsewhere show within a second. */
   get(id: string): Promise<SenderRecord | null>;
+  /** The sender with `id` as stored now, or null: not cached (GetSender shows its refusal counts as written). */
+  getStored(id: string): Promise<SenderRecord | null>;
   /** An active sender of the workspace with this phone number, or null. */
   findActiveByPhone(workspaceId: string, phoneNumber: string): Promise<SenderRecord | null>;
   /**
@@ -117,6 +119,7 @@ export function createSenderStore(db: Db, clock: Clock): SenderStore {
       return record;
     },
     get: (id) => cache.get(id),
+    getStored: (id) => collection.findOne({ _id: id }),
     findActiveByPhone: (workspaceId, phoneNumber) =>
       collection.findOne({ workspace_id: workspaceId, phone_number: phoneNumber, status: "active" }),
     findInboundTarget(to) {
