@@ -173,6 +173,47 @@ describe("a sender's queue", () => {
   });
 });
 
+describe("a sender's queue counted from the index", () => {
+  it("answers what a count of every message says, whether send_at and queued_reason are absent, null or set, whatever the dispatch state", async () => {
+    // Records written straight to the database in every shape (no due_at: no worker takes them), next to nothing else of this sender.
+    const { sender } = await t.console(SenderService).createSender({ workspaceId: workspace, phoneNumber: "4915100090001", name: "Shapes" });
+    const id = sender!.id;
+    const now = Date.now();
+    type Doc = { _id: string; workspace_id: string; direction: "outbound"; sender_id: string; created_at: Date; send_at?: Date | null; dispatch: { state: string; queued_reason?: string | null } };
+    const docs: Doc[] = [];
+    let i = 0;
+    for (const sendAt of ["absent", "null", "past", "future"])
+      for (const reason of ["absent", "null", "sender_rate", "recipient_pair_rate"])
+        for (const state of ["pending", "claimed", "done"])
+          for (let k = 0; k < 3; k++) {
+            i++;
+            const d: Doc = { _id: `msg_shape_${i}`, workspace_id: workspace, direction: "outbound", sender_id: id, created_at: new Date(now - 100_000 + ((i * 37) % 5000)), dispatch: { state } };
+            if (sendAt === "null") d.send_at = null;
+            if (sendAt === "past") d.send_at = new Date(now - 1000 * ((i * 13) % 50));
+            if (sendAt === "future") d.send_at = new Date(now + 3_600_000);
+            if (reason === "null") d.dispatch.queued_reason = null;
+            if (reason === "sender_rate" || reason === "recipient_pair_rate") d.dispatch.queued_reason = reason;
+            docs.push(d);
+          }
+    await t.service.db.collection<Doc>("messages").insertMany(docs);
+    const pending = docs.filter((d) => d.dispatch.state === "pending");
+    const queued = pending.filter((d) => !(d.send_at && d.send_at.getTime() > now));
+    const oldest = Math.min(...queued.map((d) => (d.send_at ?? d.created_at).getTime()));
+    const reasonCount = (reason: string) => queued.filter((d) => d.dispatch.queued_reason === reason).length;
+
+    const overRest = (await consoleRest("GET", `/console/v1/senders/${id}`)).json.queue as QueueJson;
+    expect(overRest.message_count).toBe(queued.length);
+    expect(overRest.scheduled_count).toBe(pending.length - queued.length);
+    expect(Date.parse(overRest.oldest_queued_at!)).toBe(oldest);
+    expect(Object.fromEntries(overRest.reasons.map((r) => [r.reason, r.message_count]))).toEqual({ sender_rate: reasonCount("sender_rate"), recipient_pair_rate: reasonCount("recipient_pair_rate") });
+    const { sender: overGrpc } = await clientFor(SenderService, "grpc", t.consoleUrl, TEST_CONSOLE_TOKEN).getSender({ id });
+    expect(overGrpc!.queue!.messageCount).toBe(queued.length);
+    expect(await gauge("msgsvc_sender_queue_depth", id)).toBe(queued.length);
+    expect(await gauge("msgsvc_sender_queue_oldest_wait_seconds", id)).toBeGreaterThanOrEqual((Date.now() - oldest) / 1000 - 5);
+    await t.service.db.collection<Doc>("messages").deleteMany({ sender_id: id });
+  });
+});
+
 describe("UpdateSender", () => {
   it("changes the throughput and the name over REST (PATCH with update_mask) and Connect; the CLI too", async () => {
     const id = await createSender("4915100080001", 20);

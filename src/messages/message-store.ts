@@ -273,10 +273,10 @@ export interface MessageStore {
   completeDispatch(id: string, lease: string): Promise<void>;
   /**
    * The senders' queues at `now` (README "Pacing", "A sender's queue"): the outbound messages whose dispatch is
-   * pending, of sender `senderId` or of every sender, read by the partial index `queue_by_sender` (one find,
-   * three small fields a message: its cost grows with the messages queued, not with the collection). A message is
-   * queued from its `send_at` (a scheduled send) or its creation on, until it is handed to the network; a scheduled
-   * send not yet due is counted apart (`scheduled`), not queued.
+   * pending, of sender `senderId` or of every sender that has some, counted from the partial index `queue_by_sender`
+   * (a few counts and reads of one entry a sender and reason: its cost does not grow with the messages queued). A
+   * message is queued from its `send_at` (a scheduled send) or its creation on, until it is handed to the network; a
+   * scheduled send not yet due is counted apart (`scheduled`), not queued.
    */
   queuedBySender(now: Date, senderId?: string): Promise<Map<string, SenderQueueCounts>>;
   /** Messages of sender `senderId` handed to the network at or after `since` (their `sent_at`): counted from the index `sent_by_sender`. */
@@ -513,29 +513,38 @@ export function createMessageStore(db: Db): MessageStore {
       await collection.updateOne({ _id: id, ...heldBy(lease) }, leaseUpdate<MessageRecord>({ kind: "complete" }));
     },
     async queuedBySender(now, senderId) {
-      // The partial index's condition as written, and the sender (or every one: a range of the index's key).
-      const pending = await collection
-        .find(
-          { ...DISPATCH_PENDING, sender_id: senderId ?? { $gt: "" } },
-          { projection: { _id: 0, sender_id: 1, send_at: 1, created_at: 1, "dispatch.queued_reason": 1 } },
-        )
-        .toArray();
-      const queues = new Map<string, SenderQueueCounts>();
-      for (const m of pending) {
-        if (!m.sender_id) continue;
-        let queue = queues.get(m.sender_id);
-        if (!queue) queues.set(m.sender_id, (queue = { depth: 0, oldestQueuedAt: null, byReason: new Map(), scheduled: 0 }));
-        const queuedAt = m.send_at ?? m.created_at;
-        if (queuedAt.getTime() > now.getTime()) {
-          queue.scheduled++;
-          continue;
-        }
-        queue.depth++;
-        if (!queue.oldestQueuedAt || queuedAt.getTime() < queue.oldestQueuedAt.getTime()) queue.oldestQueuedAt = queuedAt;
-        const reason = m.dispatch?.queued_reason;
-        if (reason) queue.byReason.set(reason, (queue.byReason.get(reason) ?? 0) + 1);
-      }
-      return queues;
+      // Every read below is of the partial index queue_by_sender ({sender_id, dispatch.queued_reason, send_at,
+      // created_at} of the messages whose dispatch is pending): counts by reason in one grouping, then per reason the
+      // scheduled sends not yet due (a count of a range) and the oldest queued (two reads of one entry each). No read
+      // goes through the queued messages themselves (README "Pacing", "A sender's queue").
+      const pendingBySender = senderId
+        ? [senderId]
+        : (await collection.aggregate<{ _id: string }>([{ $match: { ...DISPATCH_PENDING, sender_id: { $gt: "" } } }, { $group: { _id: "$sender_id", n: { $sum: 1 } } }]).toArray()).map((g) => g._id);
+      const order = { sender_id: 1, "dispatch.queued_reason": 1, send_at: 1, created_at: 1 } as const;
+      const queueOf = async (sender: string): Promise<[string, SenderQueueCounts] | null> => {
+        const of = { ...DISPATCH_PENDING, sender_id: sender };
+        const groups = await collection.aggregate<{ _id: QueuedReason | null; n: number }>([{ $match: of }, { $group: { _id: "$dispatch.queued_reason", n: { $sum: 1 } } }]).toArray();
+        if (groups.length === 0) return null;
+        const queue: SenderQueueCounts = { depth: 0, oldestQueuedAt: null, byReason: new Map(), scheduled: 0 };
+        await Promise.all(
+          groups.map(async ({ _id: reason, n }) => {
+            const ofReason = { ...of, "dispatch.queued_reason": reason };
+            const [notDue, atOnce, dueScheduled] = await Promise.all([
+              collection.countDocuments({ ...ofReason, send_at: { $gt: now } }),
+              collection.find({ ...ofReason, send_at: null }, { projection: { _id: 0, created_at: 1 } }).sort(order).limit(1).toArray(),
+              collection.find({ ...ofReason, send_at: { $lte: now } }, { projection: { _id: 0, send_at: 1 } }).sort(order).limit(1).toArray(),
+            ]);
+            queue.scheduled += notDue;
+            queue.depth += n - notDue;
+            if (reason && n > notDue) queue.byReason.set(reason, n - notDue);
+            for (const at of [atOnce[0]?.created_at, dueScheduled[0]?.send_at]) {
+              if (at && (!queue.oldestQueuedAt || at.getTime() < queue.oldestQueuedAt.getTime())) queue.oldestQueuedAt = at;
+            }
+          }),
+        );
+        return [sender, queue];
+      };
+      return new Map((await Promise.all(pendingBySender.map(queueOf))).filter((q) => q !== null));
     },
     countSentSince: (senderId, since) => collection.countDocuments({ ...DISPATCH_DONE, sender_id: senderId, sent_at: { $gte: since } }),
     async requeueForRate(senderId, at) {
@@ -547,7 +556,10 @@ export function createMessageStore(db: Db): MessageStore {
     },
     async ensureIndexes() {
       // A sender's queue (queuedBySender): the messages not handed to the network only, by sender.
-      await collection.createIndex({ sender_id: 1 }, { name: "queue_by_sender", partialFilterExpression: DISPATCH_PENDING });
+      await collection.createIndex(
+        { sender_id: 1, "dispatch.queued_reason": 1, send_at: 1, created_at: 1 },
+        { name: "queue_by_sender", partialFilterExpression: DISPATCH_PENDING },
+      );
       // What a sender handed to the network lately (countSentSince): the messages whose dispatch is done, by sender and sent_at.
       await collection.createIndex({ sender_id: 1, sent_at: 1 }, { name: "sent_by_sender", partialFilterExpression: DISPATCH_DONE });
       await collection.createIndex({ api_key_id: 1, created_at: -1, _id: -1 });
