@@ -499,6 +499,8 @@ describe("the messages' indexes and the records of earlier releases", () => {
         refund_due_by_cancel: { key: { canceled_at: 1 }, filter: { refund_state: "due" } },
         dispatch_pending_by_validity: { key: { valid_until: 1 }, filter: { "dispatch.state": "pending" } },
         events_pending_by_update: { key: { updated_at: 1 }, filter: { "events_pending.0": { $exists: true } } },
+        queue_by_sender: { key: { sender_id: 1, "dispatch.queued_reason": 1, send_at: 1, created_at: 1 }, filter: { "dispatch.state": "pending" } },
+        sent_by_sender: { key: { sender_id: 1, sent_at: 1 }, filter: { "dispatch.state": "done" } },
       });
       expect(indexes.find((i) => i.name === "queue_due_at")).toMatchObject({ key: { due_at: 1 }, sparse: true });
       // The message left under dispatch is queued, taken by a worker's claim and dispatched, then leaves the queue.

@@ -453,6 +453,9 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     const endpoints = await rest(t.consoleUrl, "GET", `/console/v1/workspaces/${workspaceId}/webhook_endpoints`, { key: TEST_CONSOLE_TOKEN });
     const endpoint = endpoints.json.data[0]?.id as string | undefined;
     if (endpoint) pages.push(`webhooks/${endpoint}`);
+    const senders = await rest(t.consoleUrl, "GET", `/console/v1/workspaces/${workspaceId}/senders`, { key: TEST_CONSOLE_TOKEN });
+    const sender = senders.json.data[0]?.id as string | undefined;
+    if (sender) pages.push(`senders/${sender}`);
     for (const width of [1280, 390]) {
       await page.setViewportSize({ width, height: 800 });
       for (const name of pages) {
@@ -577,6 +580,40 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
       expect(await viewerPage.locator(control).count(), view).toBe(0);
     }
     await context.close();
+  });
+
+  it("shows a sender's page: its queue behind a slow number with why the messages wait, the rate sent, the network's refusals; an admin changes its throughput", async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const added = await rest(t.consoleUrl, "POST", `/console/v1/workspaces/${workspaceId}/credits:add`, { key: TEST_CONSOLE_TOKEN, body: { amount: 100 } });
+    expect(added.status, added.text).toBe(200);
+    const slow = await rest(t.consoleUrl, "POST", `/console/v1/workspaces/${workspaceId}/senders`, {
+      key: TEST_CONSOLE_TOKEN,
+      body: { phone_number: "4915100000999", name: "Slow line", throughput_mps: 1 },
+    });
+    const senderId = slow.json.id as string;
+    const templateId = await createTemplate(t, workspaceId, { name: "queue_probe" });
+    const key = await t.createKey(workspaceId, { scopes: ["messages:send"] });
+    const items = Array.from({ length: 8 }, (_, i) => ({ to: `49151777000${i}`, sender: senderId, template: { id: templateId, variables: { name: "Ada", code: String(i) } } }));
+    expect((await rest(t.publicUrl, "POST", "/v1/messages:batch", { key: key.secret, body: { messages: items } })).status).toBe(200);
+    // At 1 a second, some wait in the database for their turn, with their reason.
+    const messages = t.service.db.collection("messages");
+    await eventually(async () => ((await messages.countDocuments({ sender_id: senderId, "dispatch.queued_reason": "sender_rate", status: "accepted" })) >= 2 ? true : undefined), 20_000, 100);
+
+    await page.goto(`${t.consoleUrl}/#senders`);
+    await page.locator(`tr[data-sender-id='${senderId}'] [data-test=sender-page]`).click();
+    await expect.poll(() => page.locator("[data-test=sender-queue]").count()).toBe(1);
+    expect(Number((await page.textContent("[data-test=queue-depth]"))?.replace(/\D/g, ""))).toBeGreaterThanOrEqual(1);
+    expect(await page.textContent("[data-test=queue-oldest]")).toContain("waiting");
+    expect(await page.textContent("[data-test=queue-sent]")).toMatch(/of 1\/s\)$/);
+    expect(await page.locator("tr[data-reason='sender_rate']").count()).toBe(1);
+    expect(await page.textContent("[data-test=sender-refusals]")).toContain("None.");
+
+    // An admin raises its throughput: the page and the API show the new rate.
+    await page.fill("#sender-throughput", "1000");
+    await page.click("form button[type=submit]:has-text('Save')");
+    await expect.poll(() => page.textContent("[data-test=sender-throughput]")).toBe("1000/s");
+    expect((await rest(t.consoleUrl, "GET", `/console/v1/senders/${senderId}`, { key: TEST_CONSOLE_TOKEN })).json.throughput_mps).toBe(1000);
+    expect(consoleErrors).toEqual([]);
   });
 
   it("shows a wrong password as an error, signs the operator in with the console token, and serves the page with a strict CSP", async () => {

@@ -144,8 +144,8 @@ export function createDispatcher(deps: {
   logger: Logger;
   options: DispatchOptions;
   metrics: Pick<Metrics, "messagesDispatched" | "dispatchLag" | "networkRefusals">;
-  /** The senders (read through their cache) for their throughput. */
-  senders: Pick<SenderStore, "get">;
+  /** The senders (read through their cache) for their throughput; the network's refusals counted on them. */
+  senders: Pick<SenderStore, "get" | "countRefusal">;
   /** Pair rate settings (PAIR_RATE_*). */
   pacing: Omit<PacingOptions, "holdMs">;
   /** The shared one-second windows of the senders' throughput. */
@@ -265,7 +265,11 @@ export function createDispatcher(deps: {
       });
     } catch (err) {
       const refused = err instanceof NetworkSendError ? err : new NetworkSendError({ code: 0, title: String((err as Error)?.message ?? err) }, true);
-      if (refused.info.code !== 0) metrics.networkRefusals.inc({ code: String(refused.info.code) });
+      if (refused.info.code !== 0) {
+        metrics.networkRefusals.inc({ code: String(refused.info.code) });
+        // The sender's count by code, shared by every process (the console's sender page): written only on a refusal.
+        if (message.sender_id) await senders.countRefusal(message.sender_id, refused.info.code, clock.now());
+      }
       if (refused.retryable && (refused.info.code === THROUGHPUT_REFUSED || refused.info.code === PAIR_RATE_REFUSED) && message.sender_id) {
         return refusedForRate(message, lease, refused.info, handedAt);
       }

@@ -53,6 +53,8 @@ export const EVENTS_PENDING = { "events_pending.0": { $exists: true } } as const
 export const REFUND_DUE = { refund_state: "due" } as const;
 /** Not handed to the network yet (the messages sweep looks among them for those past their valid_until). */
 export const DISPATCH_PENDING = { "dispatch.state": "pending" } as const;
+/** Handed to the network and answered (sent, or refused for good), or stopped before (the index of what a sender sent lately). */
+export const DISPATCH_DONE = { "dispatch.state": "done" } as const;
 
 /**
  * Dispatch state of an outbound message (the outbox): "pending" until a
@@ -276,7 +278,37 @@ export interface MessageStore {
   recordDispatchFailure(id: string, lease: string, error: NetworkErrorInfo): Promise<void>;
   /** Dispatch is over (its outcome applied): out of the queue. */
   completeDispatch(id: string, lease: string): Promise<void>;
+  /**
+   * The senders' queues at `now` (README "Pacing", "A sender's queue"): the outbound messages whose dispatch is
+   * pending, of sender `senderId` or of every sender that has some, counted from the partial index `queue_by_sender`
+   * (a few counts and reads of one entry a sender and reason: its cost does not grow with the messages queued). A
+   * message is queued from its `send_at` (a scheduled send) or its creation on, until it is handed to the network; a
+   * scheduled send not yet due is counted apart (`scheduled`), not queued.
+   */
+  queuedBySender(now: Date, senderId?: string): Promise<Map<string, SenderQueueCounts>>;
+  /** Messages of sender `senderId` handed to the network at or after `since` (their `sent_at`): counted from the index `sent_by_sender`. */
+  countSentSince(senderId: string, since: Date): Promise<number>;
+  /**
+   * The throughput of sender `senderId` was raised: its messages that wait in the database for a turn under its old
+   * rate (pending, not leased, sent back for `sender_rate`) are due again at `at` instead of their old expected turn,
+   * to take a turn at the new rate (README "Pacing", "A sender's queue"); one updateMany read by `queue_by_sender`.
+   *
+   * @returns how many were made due.
+   */
+  requeueForRate(senderId: string, at: Date): Promise<number>;
   ensureIndexes(): Promise<void>;
+}
+
+/** A sender's queue as MessageStore.queuedBySender reads it. */
+export interface SenderQueueCounts {
+  /** Messages queued: not handed to the network, due (a scheduled send from its send_at on). */
+  depth: number;
+  /** The earliest `send_at`, or creation time of a message sent at once, among those queued; null when none is. */
+  oldestQueuedAt: Date | null;
+  /** Queued messages by their `dispatch.queued_reason` (those never sent back to wait have none and are left out). */
+  byReason: Map<QueuedReason, number>;
+  /** Scheduled sends not yet due (not queued). */
+  scheduled: number;
 }
 
 /** Creates the message store over `db`. */
@@ -497,7 +529,56 @@ export function createMessageStore(db: Db): MessageStore {
     async completeDispatch(id, lease) {
       await collection.updateOne({ _id: id, ...heldBy(lease) }, leaseUpdate<MessageRecord>({ kind: "complete" }));
     },
+    async queuedBySender(now, senderId) {
+      // Every read below is of the partial index queue_by_sender ({sender_id, dispatch.queued_reason, send_at,
+      // created_at} of the messages whose dispatch is pending): counts by reason in one grouping, then per reason the
+      // scheduled sends not yet due (a count of a range) and the oldest queued (two reads of one entry each). No read
+      // goes through the queued messages themselves (README "Pacing", "A sender's queue").
+      const pendingBySender = senderId
+        ? [senderId]
+        : (await collection.aggregate<{ _id: string }>([{ $match: { ...DISPATCH_PENDING, sender_id: { $gt: "" } } }, { $group: { _id: "$sender_id", n: { $sum: 1 } } }]).toArray()).map((g) => g._id);
+      const order = { sender_id: 1, "dispatch.queued_reason": 1, send_at: 1, created_at: 1 } as const;
+      const queueOf = async (sender: string): Promise<[string, SenderQueueCounts] | null> => {
+        const of = { ...DISPATCH_PENDING, sender_id: sender };
+        const groups = await collection.aggregate<{ _id: QueuedReason | null; n: number }>([{ $match: of }, { $group: { _id: "$dispatch.queued_reason", n: { $sum: 1 } } }]).toArray();
+        if (groups.length === 0) return null;
+        const queue: SenderQueueCounts = { depth: 0, oldestQueuedAt: null, byReason: new Map(), scheduled: 0 };
+        await Promise.all(
+          groups.map(async ({ _id: reason, n }) => {
+            const ofReason = { ...of, "dispatch.queued_reason": reason };
+            const [notDue, atOnce, dueScheduled] = await Promise.all([
+              collection.countDocuments({ ...ofReason, send_at: { $gt: now } }),
+              collection.find({ ...ofReason, send_at: null }, { projection: { _id: 0, created_at: 1 } }).sort(order).limit(1).toArray(),
+              collection.find({ ...ofReason, send_at: { $lte: now } }, { projection: { _id: 0, send_at: 1 } }).sort(order).limit(1).toArray(),
+            ]);
+            queue.scheduled += notDue;
+            queue.depth += n - notDue;
+            if (reason && n > notDue) queue.byReason.set(reason, n - notDue);
+            for (const at of [atOnce[0]?.created_at, dueScheduled[0]?.send_at]) {
+              if (at && (!queue.oldestQueuedAt || at.getTime() < queue.oldestQueuedAt.getTime())) queue.oldestQueuedAt = at;
+            }
+          }),
+        );
+        return [sender, queue];
+      };
+      return new Map((await Promise.all(pendingBySender.map(queueOf))).filter((q) => q !== null));
+    },
+    countSentSince: (senderId, since) => collection.countDocuments({ ...DISPATCH_DONE, sender_id: senderId, sent_at: { $gte: since } }),
+    async requeueForRate(senderId, at) {
+      const res = await collection.updateMany(
+        { ...DISPATCH_PENDING, sender_id: senderId, lease_owner: null, "dispatch.queued_reason": "sender_rate", due_at: { $gt: at } },
+        { $set: { due_at: at } },
+      );
+      return res.modifiedCount;
+    },
     async ensureIndexes() {
+      // A sender's queue (queuedBySender): the messages not handed to the network only, by sender.
+      await collection.createIndex(
+        { sender_id: 1, "dispatch.queued_reason": 1, send_at: 1, created_at: 1 },
+        { name: "queue_by_sender", partialFilterExpression: DISPATCH_PENDING },
+      );
+      // What a sender handed to the network lately (countSentSince): the messages whose dispatch is done, by sender and sent_at.
+      await collection.createIndex({ sender_id: 1, sent_at: 1 }, { name: "sent_by_sender", partialFilterExpression: DISPATCH_DONE });
       await collection.createIndex({ api_key_id: 1, created_at: -1, _id: -1 });
       await collection.createIndex({ wa_message_id: 1 });
       await collection.createIndex({ workspace_id: 1, direction: 1, created_at: -1, _id: -1 });

@@ -39,7 +39,19 @@ export interface Metrics {
    * that scrape and is logged.
    */
   gauge(name: string, help: string, read: () => Promise<number>): void;
+  /**
+   * Adds gauges with one label (for example `sender_id`) whose values are read
+   * at each scrape by one shared read: `read` answers, per label value, one
+   * number per gauge, in the order of `gauges`. A label value the last read
+   * had and this one has not is reported 0 once, then left out (the series
+   * ends at 0, not at its last value). A failing read leaves the gauges out of
+   * that scrape and is logged.
+   */
+  gaugesByLabel(label: string, gauges: readonly { name: string; help: string }[], read: () => Promise<Map<string, readonly number[]>>): void;
 }
+
+/** How long the values of one shared read of gaugesByLabel serve a scrape, in ms (the gauges of one scrape are collected together). */
+const SHARED_READ_MS = 1000;
 
 /** Creates the registry with the service's metrics and Node's default process metrics (memory, CPU, event loop). */
 export function createMetrics(logger: Logger): Metrics {
@@ -56,6 +68,47 @@ export function createMetrics(logger: Logger): Metrics {
     networkRefusals: new Counter({ name: "msgsvc_network_refusals_total", help: "Sends the network refused, by its error code (130429 throughput, 131056 pair rate, 131026 undeliverable, …).", labelNames: ["code"], registers }),
     webhookAttempts: new Counter({ name: "msgsvc_webhook_attempts_total", help: "Webhook delivery attempts by outcome: succeeded or the error kind.", labelNames: ["outcome"], registers }),
     databaseCommandDuration: new Histogram({ name: "msgsvc_database_command_duration_seconds", help: "Database commands by name and outcome, with their duration.", labelNames: ["command", "outcome"], buckets: LATENCY_BUCKETS, registers }),
+    gaugesByLabel(label, gauges, read) {
+      let shared: { at: number; values: Promise<Map<string, readonly number[]>> } | null = null;
+      let previous = new Set<string>();
+      let reported = 0;
+      /** One read for the gauges of one scrape: the first gauge collected starts it, the others take its answer. */
+      const values = () => {
+        const now = Date.now();
+        if (!shared || now - shared.at > SHARED_READ_MS || reported >= gauges.length) {
+          shared = { at: now, values: read() };
+          reported = 0;
+        }
+        reported++;
+        return shared.values;
+      };
+      const ended = new Map<number, Set<string>>();
+      gauges.forEach(({ name, help }, i) => {
+        new Gauge({
+          name,
+          help,
+          labelNames: [label],
+          registers,
+          async collect() {
+            try {
+              const current = await values();
+              // Label values gone since the last read: reported 0 by each gauge once.
+              if (i === 0) {
+                const gone = new Set([...previous].filter((v) => !current.has(v)));
+                previous = new Set(current.keys());
+                gauges.forEach((_, j) => ended.set(j, gone));
+              }
+              this.reset();
+              for (const v of ended.get(i) ?? []) this.set({ [label]: v }, 0);
+              for (const [v, numbers] of current) this.set({ [label]: v }, numbers[i] ?? 0);
+            } catch (err) {
+              this.reset();
+              logger.warn({ err, metric: name }, "reading a metric failed");
+            }
+          },
+        });
+      });
+    },
     gauge(name, help, read) {
       new Gauge({
         name,

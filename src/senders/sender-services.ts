@@ -2,17 +2,59 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
+  SenderSchema as ConsoleSenderSchema,
   SenderStatus as ConsoleSenderStatus,
-  type SenderSchema as ConsoleSenderSchema,
+  type SenderQueueSchema,
   type SenderService as ConsoleSenderService,
 } from "../../gen/messaging/console/v1/senders_pb.js";
+import { QueuedReasonSchema } from "../../gen/messaging/v1/messages_pb.js";
 import { SenderStatus, type SenderSchema, type SenderService } from "../../gen/messaging/v1/senders_pb.js";
 import { requireWorkspaceAccess } from "../console/console-access.js";
 import { requireWorkspace } from "../console/workspace-service.js";
 import { principalOf } from "../gateway/request-state.js";
-import { apiError, notFound } from "../shared/errors.js";
+import { readUpdate } from "../contract/field-rules.js";
+import { enumValueFromJson } from "../contract/rest-json.js";
+import type { MessageStore } from "../messages/message-store.js";
+import type { Clock } from "../shared/clock.js";
+import { apiError, notFound, violationsError } from "../shared/errors.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
-import { DEFAULT_THROUGHPUT_MPS, throughputOf, type SenderRecord, type SenderStore } from "./sender-store.js";
+import { DEFAULT_THROUGHPUT_MPS, SENDER_CHANGE_DELAY_MS, throughputOf, type SenderChanges, type SenderRecord, type SenderStore } from "./sender-store.js";
+
+/** Fields UpdateSender may change (its update_mask paths). */
+const UPDATABLE = ["name", "throughput_mps"] as const;
+
+/** The window of a sender's rate actually sent (SenderQueue.sent_last_minute_count), in ms. */
+export const SENT_RATE_WINDOW_MS = 60_000;
+
+/**
+ * A sender's queue at `now` (messaging.console.v1.SenderQueue, README "Pacing", "A sender's queue"): its queued
+ * messages (one read of the messages' `queue_by_sender` index), what it handed to the network in the last minute
+ * (a count of the `sent_by_sender` index) and the network's refusals recorded on the sender, most frequent first.
+ */
+export async function readSenderQueue(
+  messages: Pick<MessageStore, "queuedBySender" | "countSentSince">,
+  sender: SenderRecord,
+  now: Date,
+): Promise<MessageInitShape<typeof SenderQueueSchema>> {
+  const [queues, sent] = await Promise.all([
+    messages.queuedBySender(now, sender._id),
+    messages.countSentSince(sender._id, new Date(now.getTime() - SENT_RATE_WINDOW_MS)),
+  ]);
+  const queue = queues.get(sender._id);
+  const oldest = queue?.oldestQueuedAt ?? null;
+  return {
+    messageCount: queue?.depth ?? 0,
+    oldestQueuedAt: oldest ? timestampFromDate(oldest) : undefined,
+    oldestWaitSeconds: oldest ? Math.max(0, now.getTime() - oldest.getTime()) / 1000 : 0,
+    reasons: [...(queue?.byReason ?? [])].map(([reason, n]) => ({ reason: enumValueFromJson(QueuedReasonSchema, reason) ?? 0, messageCount: n })),
+    scheduledCount: queue?.scheduled ?? 0,
+    sentLastMinuteCount: sent,
+    sentLastMinuteMps: sent / (SENT_RATE_WINDOW_MS / 1000),
+    networkRefusals: Object.entries(sender.network_refusals ?? {})
+      .map(([code, { count, last_refused_at }]) => ({ code: Number(code), count, lastRefusedAt: timestampFromDate(last_refused_at) }))
+      .sort((a, b) => b.count - a.count || a.code - b.code),
+  };
+}
 
 /** The public form of a sender (messaging.v1.Sender). */
 export function senderToProto(record: SenderRecord): MessageInitShape<typeof SenderSchema> {
@@ -26,8 +68,8 @@ export function senderToProto(record: SenderRecord): MessageInitShape<typeof Sen
   };
 }
 
-/** The console form of a sender (messaging.console.v1.Sender). */
-export function consoleSenderToProto(record: SenderRecord): MessageInitShape<typeof ConsoleSenderSchema> {
+/** The console form of a sender (messaging.console.v1.Sender); `queue` only from GetSender. */
+export function consoleSenderToProto(record: SenderRecord, queue?: MessageInitShape<typeof SenderQueueSchema>): MessageInitShape<typeof ConsoleSenderSchema> {
   return {
     id: record._id,
     object: "sender",
@@ -39,6 +81,7 @@ export function consoleSenderToProto(record: SenderRecord): MessageInitShape<typ
     createdAt: timestampFromDate(record.created_at),
     archivedAt: record.archived_at ? timestampFromDate(record.archived_at) : undefined,
     throughputMps: throughputOf(record),
+    queue,
   };
 }
 
@@ -60,13 +103,19 @@ export function createPublicSenderService(senders: SenderStore): Partial<Service
  * 15 digits with country code, unique among the workspace's active senders;
  * name 1 to 200 characters; optional WhatsApp phone number ID of digits;
  * throughput 1 to 1,000 messages per second, 80 unless given),
- * list, archive (idempotent).
+ * list, get (with its queue, readSenderQueue), update of name and throughput
+ * (AIP-134 update mask; dispatch in other processes sees it within
+ * SENDER_CHANGE_DELAY_MS; a raised throughput makes the messages sent back
+ * to wait under the old one due once every process has it), archive
+ * (idempotent).
  */
 export function createConsoleSenderService(deps: {
   senders: SenderStore;
+  messages: Pick<MessageStore, "queuedBySender" | "countSentSince" | "requeueForRate">;
   workspaces: WorkspaceStore;
+  clock: Clock;
 }): Partial<ServiceImpl<typeof ConsoleSenderService>> {
-  const { senders, workspaces } = deps;
+  const { senders, workspaces, messages, clock } = deps;
   return {
     async createSender(req, context) {
       const name = req.name.trim();
@@ -90,12 +139,32 @@ export function createConsoleSenderService(deps: {
       await requireWorkspace(workspaces, req.workspaceId);
       requireWorkspaceAccess(context, req.workspaceId, "read");
       const page = await senders.list(req.workspaceId, req);
-      return { object: "list", data: page.items.map(consoleSenderToProto), total: page.total, nextPageToken: page.nextPageToken };
+      return { object: "list", data: page.items.map((r) => consoleSenderToProto(r)), total: page.total, nextPageToken: page.nextPageToken };
     },
     async getSender(req, context) {
-      const record = await senders.get(req.id);
+      const record = await senders.getStored(req.id);
       if (!record) throw notFound("sender", req.id);
       requireWorkspaceAccess(context, record.workspace_id, "read");
+      return { sender: consoleSenderToProto(record, await readSenderQueue(messages, record, clock.now())) };
+    },
+    async updateSender(req, context) {
+      const input = req.sender;
+      const id = input?.id ?? "";
+      const existing = id ? await senders.get(id) : null;
+      if (!existing || !input) throw notFound("sender", id);
+      requireWorkspaceAccess(context, existing.workspace_id, "write");
+      const { paths, violations } = readUpdate({ field: "sender", schema: ConsoleSenderSchema, resource: input, mask: req.updateMask, updatable: UPDATABLE });
+      if (violations.length > 0) throw violationsError(violations);
+      const changes: SenderChanges = {};
+      if (paths.includes("name")) changes.name = input.name.trim();
+      if (paths.includes("throughput_mps")) changes.throughput_mps = input.throughputMps;
+      const record = await senders.update(id, changes);
+      if (!record) throw notFound("sender", id);
+      // A raised rate: the messages waiting for a turn under the old one take a turn at the new one, once every
+      // process's cache has it (README "Pacing", "A sender's queue").
+      if (changes.throughput_mps !== undefined && changes.throughput_mps > throughputOf(existing)) {
+        await messages.requeueForRate(id, new Date(clock.now().getTime() + SENDER_CHANGE_DELAY_MS));
+      }
       return { sender: consoleSenderToProto(record) };
     },
     async archiveSender(req, context) {

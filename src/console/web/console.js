@@ -3,6 +3,7 @@
 // from data; the chart is uPlot's, served from its npm package under /vendor/.
 import uPlot from "/vendor/uPlot.esm.js";
 import { renderOptOuts } from "/opt-outs.js";
+import { renderSender } from "/sender.js";
 
 const state = { token: sessionStorage.getItem("console-token"), me: null, workspaces: [], workspaceId: null };
 const app = document.getElementById("app");
@@ -778,6 +779,8 @@ async function renderAudit(body) {
 
 /** The workspace's sender numbers, with the id a send names; admins add one, or archive one (after a confirmation). */
 async function renderSenders(body) {
+  const senderId = location.hash.slice(1).split("?")[0].split("/")[1];
+  if (senderId) return renderSender(body, senderId, { el, fill, api, table, when, errorLine, createForm, statusBadge, canChange, idChip, num });
   const senders = (await api("GET", `${ws()}/senders?page_size=100`)).data;
   const canEdit = canChange();
   const archive = (sender) => async () => {
@@ -790,9 +793,10 @@ async function renderSenders(body) {
     }
   };
   const rows = senders.map((s) => el("tr", { "data-sender-id": s.id },
-    el("td", {}, s.name, el("div", {}, idChip(s.id))),
+    el("td", {}, el("a", { href: `#senders/${s.id}`, "data-test": "sender-page" }, s.name), el("div", {}, idChip(s.id))),
     el("td", {}, num(s.phone_number, "phone-number")),
     el("td", {}, statusBadge(s.status)),
+    el("td", {}, num(`${s.throughput_mps}/s`, "throughput")),
     el("td", {}, s.whatsapp_phone_number_id ? num(s.whatsapp_phone_number_id) : el("span", { class: "muted" }, "none")),
     el("td", {}, when(s.created_at)),
     el("td", { class: "actions" }, canEdit && s.status === "active" ? el("button", { class: "danger", onclick: archive(s) }, "Archive") : null)));
@@ -809,8 +813,8 @@ async function renderSenders(body) {
   );
   fill(body,
     el("section", { class: "card" }, el("h2", {}, "Senders"),
-      el("p", { class: "muted" }, "The numbers messages are sent from; a send names one by its id (", el("code", {}, "sender"), ")."),
-      senders.length === 0 ? el("p", { class: "muted" }, "No senders yet.") : table(["Sender", "Number", "Status", "WhatsApp ID", "Created", ""], rows)),
+      el("p", { class: "muted" }, "The numbers messages are sent from; a send names one by its id (", el("code", {}, "sender"), "). A sender's page shows its queue, the rate it sends and the network's refusals."),
+      senders.length === 0 ? el("p", { class: "muted" }, "No senders yet.") : table(["Sender", "Number", "Status", "Throughput", "WhatsApp ID", "Created", ""], rows)),
     canEdit ? el("section", { class: "card" }, el("h2", {}, "Add a sender"), form) : null);
 }
 

@@ -12,6 +12,7 @@ const files: [path: string, file: string, type: string][] = [
   ["/", own("index.html"), "text/html; charset=utf-8"],
   ["/console.js", own("console.js"), "text/javascript; charset=utf-8"],
   ["/opt-outs.js", own("opt-outs.js"), "text/javascript; charset=utf-8"],
+  ["/sender.js", own("sender.js"), "text/javascript; charset=utf-8"],
   ["/console.css", own("console.css"), "text/css; charset=utf-8"],
   ["/favicon.svg", own("favicon.svg"), "image/svg+xml"],
   // Browsers ask for /favicon.ico whatever the page links; an SVG answers it too.
@@ -31,7 +32,7 @@ const SECURITY_HEADERS = {
 
 /**
  * The web console's routes on the console port: GET / (the page),
- * /console.js (and the Opt-outs page's /opt-outs.js), /console.css, the favicon and uPlot's two files under
+ * /console.js (and the Opt-outs page's /opt-outs.js, a sender's page's /sender.js), /console.css, the favicon and uPlot's two files under
  * /vendor/. The page talks to the console REST API (/console/v1) with a
  * session token from sign-in (or the console token), kept in the tab's
  * sessionStorage and sent as a bearer header, so no cookie (and no CSRF)

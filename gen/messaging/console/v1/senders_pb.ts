@@ -7,16 +7,18 @@ import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf
 import { file_buf_validate_validate } from "../../../buf/validate/validate_pb.js";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
 import { file_google_api_field_behavior } from "../../../google/api/field_behavior_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import { file_messaging_v1_field_rules } from "../../v1/field_rules_pb.js";
+import type { QueuedReason } from "../../v1/messages_pb.js";
+import { file_messaging_v1_messages } from "../../v1/messages_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file messaging/console/v1/senders.proto.
  */
 export const file_messaging_console_v1_senders: GenFile = /*@__PURE__*/
-  fileDesc("CiJtZXNzYWdpbmcvY29uc29sZS92MS9zZW5kZXJzLnByb3RvEhRtZXNzYWdpbmcuY29uc29sZS52MSKBAwoGU2VuZGVyEg8KAmlkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSGQoMd29ya3NwYWNlX2lkGAMgASgJQgPgQQUSGQoMcGhvbmVfbnVtYmVyGAQgASgJQgPgQQUSEQoEbmFtZRgFIAEoCUID4EEFEjcKBnN0YXR1cxgGIAEoDjIiLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlclN0YXR1c0ID4EEDEioKGHdoYXRzYXBwX3Bob25lX251bWJlcl9pZBgHIAEoCUID4EEFSACIAQESMwoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI0CgthcmNoaXZlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIbCg50aHJvdWdocHV0X21wcxgKIAEoBUID4EEFQhsKGV93aGF0c2FwcF9waG9uZV9udW1iZXJfaWQi1QEKE0NyZWF0ZVNlbmRlclJlcXVlc3QSGQoMd29ya3NwYWNlX2lkGAEgASgJQgPgQQISJQoMcGhvbmVfbnVtYmVyGAIgASgJQg/gQQK6SAnIAQFyBNC1GAESHwoEbmFtZRgDIAEoCUIR4EECukgLcgngtRgBEAEYyAESMQoYd2hhdHNhcHBfcGhvbmVfbnVtYmVyX2lkGAQgASgJQg/gQQG6SAnYAQFyBPC1GAESKAoOdGhyb3VnaHB1dF9tcHMYBSABKAVCEOBBAbpICtgBARoFGOgHKAEiRAoUQ3JlYXRlU2VuZGVyUmVzcG9uc2USLAoGc2VuZGVyGAEgASgLMhwubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyImcKEkxpc3RTZW5kZXJzUmVxdWVzdBIZCgx3b3Jrc3BhY2VfaWQYASABKAlCA+BBAhIdCglwYWdlX3NpemUYAiABKAVCCuBBAbpIBBoCKAASFwoKcGFnZV90b2tlbhgDIAEoCUID4EEBIpIBChNMaXN0U2VuZGVyc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIqCgRkYXRhGAIgAygLMhwubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyEg0KBXRvdGFsGAMgASgFEhwKD25leHRfcGFnZV90b2tlbhgEIAEoCUgAiAEBQhIKEF9uZXh0X3BhZ2VfdG9rZW4iJwoUQXJjaGl2ZVNlbmRlclJlcXVlc3QSDwoCaWQYASABKAlCA+BBAiJFChVBcmNoaXZlU2VuZGVyUmVzcG9uc2USLAoGc2VuZGVyGAEgASgLMhwubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyIiMKEEdldFNlbmRlclJlcXVlc3QSDwoCaWQYASABKAlCA+BBAiJBChFHZXRTZW5kZXJSZXNwb25zZRIsCgZzZW5kZXIYASABKAsyHC5tZXNzYWdpbmcuY29uc29sZS52MS5TZW5kZXIqYwoMU2VuZGVyU3RhdHVzEh0KGVNFTkRFUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRTRU5ERVJfU1RBVFVTX0FDVElWRRABEhoKFlNFTkRFUl9TVEFUVVNfQVJDSElWRUQQAjL+BAoNU2VuZGVyU2VydmljZRKnAQoMQ3JlYXRlU2VuZGVyEikubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlYXRlU2VuZGVyUmVxdWVzdBoqLm1lc3NhZ2luZy5jb25zb2xlLnYxLkNyZWF0ZVNlbmRlclJlc3BvbnNlIkCC0+STAjo6ASpiBnNlbmRlciItL2NvbnNvbGUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9zZW5kZXJzEpkBCgtMaXN0U2VuZGVycxIoLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3RTZW5kZXJzUmVxdWVzdBopLm1lc3NhZ2luZy5jb25zb2xlLnYxLkxpc3RTZW5kZXJzUmVzcG9uc2UiNYLT5JMCLxItL2NvbnNvbGUvdjEvd29ya3NwYWNlcy97d29ya3NwYWNlX2lkfS9zZW5kZXJzEoYBCglHZXRTZW5kZXISJi5tZXNzYWdpbmcuY29uc29sZS52MS5HZXRTZW5kZXJSZXF1ZXN0GicubWVzc2FnaW5nLmNvbnNvbGUudjEuR2V0U2VuZGVyUmVzcG9uc2UiKILT5JMCImIGc2VuZGVyEhgvY29uc29sZS92MS9zZW5kZXJzL3tpZH0SnQEKDUFyY2hpdmVTZW5kZXISKi5tZXNzYWdpbmcuY29uc29sZS52MS5BcmNoaXZlU2VuZGVyUmVxdWVzdBorLm1lc3NhZ2luZy5jb25zb2xlLnYxLkFyY2hpdmVTZW5kZXJSZXNwb25zZSIzgtPkkwItOgEqYgZzZW5kZXIiIC9jb25zb2xlL3YxL3NlbmRlcnMve2lkfTphcmNoaXZlYgZwcm90bzM", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_timestamp, file_messaging_v1_field_rules]);
+  fileDesc("CiJtZXNzYWdpbmcvY29uc29sZS92MS9zZW5kZXJzLnByb3RvEhRtZXNzYWdpbmcuY29uc29sZS52MSLQAwoGU2VuZGVyEg8KAmlkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSGQoMd29ya3NwYWNlX2lkGAMgASgJQgPgQQUSGQoMcGhvbmVfbnVtYmVyGAQgASgJQgPgQQUSHwoEbmFtZRgFIAEoCUIR4EEBukgLcgngtRgBEAEYyAESNwoGc3RhdHVzGAYgASgOMiIubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyU3RhdHVzQgPgQQMSKgoYd2hhdHNhcHBfcGhvbmVfbnVtYmVyX2lkGAcgASgJQgPgQQVIAIgBARIzCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjQKC2FyY2hpdmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEiUKDnRocm91Z2hwdXRfbXBzGAogASgFQg3gQQG6SAcaBRjoBygBEjUKBXF1ZXVlGAsgASgLMiEubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyUXVldWVCA+BBA0IbChlfd2hhdHNhcHBfcGhvbmVfbnVtYmVyX2lkIvUCCgtTZW5kZXJRdWV1ZRIaCg1tZXNzYWdlX2NvdW50GAEgASgFQgPgQQMSOQoQb2xkZXN0X3F1ZXVlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIgChNvbGRlc3Rfd2FpdF9zZWNvbmRzGAMgASgBQgPgQQMSPQoHcmVhc29ucxgEIAMoCzInLm1lc3NhZ2luZy5jb25zb2xlLnYxLlF1ZXVlZFJlYXNvbkNvdW50QgPgQQMSHAoPc2NoZWR1bGVkX2NvdW50GAUgASgFQgPgQQMSIwoWc2VudF9sYXN0X21pbnV0ZV9jb3VudBgGIAEoBUID4EEDEiEKFHNlbnRfbGFzdF9taW51dGVfbXBzGAcgASgBQgPgQQMSSAoQbmV0d29ya19yZWZ1c2FscxgIIAMoCzIpLm1lc3NhZ2luZy5jb25zb2xlLnYxLk5ldHdvcmtSZWZ1c2FsQ291bnRCA+BBAyJgChFRdWV1ZWRSZWFzb25Db3VudBIvCgZyZWFzb24YASABKA4yGi5tZXNzYWdpbmcudjEuUXVldWVkUmVhc29uQgPgQQMSGgoNbWVzc2FnZV9jb3VudBgCIAEoBUID4EEDInYKE05ldHdvcmtSZWZ1c2FsQ291bnQSEQoEY29kZRgBIAEoBUID4EEDEhIKBWNvdW50GAIgASgFQgPgQQMSOAoPbGFzdF9yZWZ1c2VkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDItUBChNDcmVhdGVTZW5kZXJSZXF1ZXN0EhkKDHdvcmtzcGFjZV9pZBgBIAEoCUID4EECEiUKDHBob25lX251bWJlchgCIAEoCUIP4EECukgJyAEBcgTQtRgBEh8KBG5hbWUYAyABKAlCEeBBArpIC3IJ4LUYARABGMgBEjEKGHdoYXRzYXBwX3Bob25lX251bWJlcl9pZBgEIAEoCUIP4EEBukgJ2AEBcgTwtRgBEigKDnRocm91Z2hwdXRfbXBzGAUgASgFQhDgQQG6SArYAQEaBRjoBygBIkQKFENyZWF0ZVNlbmRlclJlc3BvbnNlEiwKBnNlbmRlchgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlciJnChJMaXN0U2VuZGVyc1JlcXVlc3QSGQoMd29ya3NwYWNlX2lkGAEgASgJQgPgQQISHQoJcGFnZV9zaXplGAIgASgFQgrgQQG6SAQaAigAEhcKCnBhZ2VfdG9rZW4YAyABKAlCA+BBASKSAQoTTGlzdFNlbmRlcnNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSKgoEZGF0YRgCIAMoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlchINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIicKFEFyY2hpdmVTZW5kZXJSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiRQoVQXJjaGl2ZVNlbmRlclJlc3BvbnNlEiwKBnNlbmRlchgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlciIjChBHZXRTZW5kZXJSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiQQoRR2V0U2VuZGVyUmVzcG9uc2USLAoGc2VuZGVyGAEgASgLMhwubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyIoQBChNVcGRhdGVTZW5kZXJSZXF1ZXN0EjcKBnNlbmRlchgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlckIJ4EECukgD2AEDEjQKC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFza0ID4EEBIkQKFFVwZGF0ZVNlbmRlclJlc3BvbnNlEiwKBnNlbmRlchgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlcipjCgxTZW5kZXJTdGF0dXMSHQoZU0VOREVSX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFFNFTkRFUl9TVEFUVVNfQUNUSVZFEAESGgoWU0VOREVSX1NUQVRVU19BUkNISVZFRBACMp8GCg1TZW5kZXJTZXJ2aWNlEqcBCgxDcmVhdGVTZW5kZXISKS5tZXNzYWdpbmcuY29uc29sZS52MS5DcmVhdGVTZW5kZXJSZXF1ZXN0GioubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlYXRlU2VuZGVyUmVzcG9uc2UiQILT5JMCOjoBKmIGc2VuZGVyIi0vY29uc29sZS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3NlbmRlcnMSmQEKC0xpc3RTZW5kZXJzEigubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdFNlbmRlcnNSZXF1ZXN0GikubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdFNlbmRlcnNSZXNwb25zZSI1gtPkkwIvEi0vY29uc29sZS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3NlbmRlcnMShgEKCUdldFNlbmRlchImLm1lc3NhZ2luZy5jb25zb2xlLnYxLkdldFNlbmRlclJlcXVlc3QaJy5tZXNzYWdpbmcuY29uc29sZS52MS5HZXRTZW5kZXJSZXNwb25zZSIogtPkkwIiYgZzZW5kZXISGC9jb25zb2xlL3YxL3NlbmRlcnMve2lkfRKeAQoMVXBkYXRlU2VuZGVyEikubWVzc2FnaW5nLmNvbnNvbGUudjEuVXBkYXRlU2VuZGVyUmVxdWVzdBoqLm1lc3NhZ2luZy5jb25zb2xlLnYxLlVwZGF0ZVNlbmRlclJlc3BvbnNlIjeC0+STAjE6BnNlbmRlcmIGc2VuZGVyMh8vY29uc29sZS92MS9zZW5kZXJzL3tzZW5kZXIuaWR9Ep0BCg1BcmNoaXZlU2VuZGVyEioubWVzc2FnaW5nLmNvbnNvbGUudjEuQXJjaGl2ZVNlbmRlclJlcXVlc3QaKy5tZXNzYWdpbmcuY29uc29sZS52MS5BcmNoaXZlU2VuZGVyUmVzcG9uc2UiM4LT5JMCLToBKmIGc2VuZGVyIiAvY29uc29sZS92MS9zZW5kZXJzL3tpZH06YXJjaGl2ZWIGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_timestamp, file_google_protobuf_field_mask, file_messaging_v1_field_rules, file_messaging_v1_messages]);
 
 /**
  * A sender as the console sees it.
@@ -54,7 +56,7 @@ export type Sender = Message<"messaging.console.v1.Sender"> & {
   phoneNumber: string;
 
   /**
-   * Name given at creation: 1 to 200 characters.
+   * Name of the sender: 1 to 200 characters (UpdateSender changes it).
    *
    * @generated from field: string name = 5;
    */
@@ -94,11 +96,22 @@ export type Sender = Message<"messaging.console.v1.Sender"> & {
    * default, 20 for a number also used in the WhatsApp Business app, up to
    * 1,000 once Meta upgrades it). Dispatch paces the number's messages at this
    * rate at most, lower while the network refuses some for throughput (README
-   * "Pacing").
+   * "Pacing"). 1 to 1,000; UpdateSender changes it (Meta upgraded the number,
+   * or it is shared with the WhatsApp Business app now).
    *
    * @generated from field: int32 throughput_mps = 10;
    */
   throughputMps: number;
+
+  /**
+   * The sender's queue, rate sent and the network's refusals, read when the
+   * sender is read: set by GetSender only (null in the answers of
+   * ListSenders, CreateSender, UpdateSender and ArchiveSender, which would
+   * otherwise read every listed sender's queue).
+   *
+   * @generated from field: messaging.console.v1.SenderQueue queue = 11;
+   */
+  queue?: SenderQueue | undefined;
 };
 
 /**
@@ -107,6 +120,152 @@ export type Sender = Message<"messaging.console.v1.Sender"> & {
  */
 export const SenderSchema: GenMessage<Sender> = /*@__PURE__*/
   messageDesc(file_messaging_console_v1_senders, 0);
+
+/**
+ * A sender's queue (README "Pacing", "A sender's queue"): the messages from
+ * this number that wait for their turn under the network's limits, what the
+ * number handed to the network in the last minute, and the network's
+ * refusals of its sends. Counted from the database when read: the same in
+ * every process.
+ *
+ * @generated from message messaging.console.v1.SenderQueue
+ */
+export type SenderQueue = Message<"messaging.console.v1.SenderQueue"> & {
+  /**
+   * Messages queued: accepted and not yet handed to the network (a
+   * scheduled send from its send_at on).
+   *
+   * @generated from field: int32 message_count = 1;
+   */
+  messageCount: number;
+
+  /**
+   * When the message queued longest was queued (its send_at, else its
+   * acceptance); null when none is queued.
+   *
+   * @generated from field: google.protobuf.Timestamp oldest_queued_at = 2;
+   */
+  oldestQueuedAt?: Timestamp | undefined;
+
+  /**
+   * How long that message has waited, in seconds, when read; 0 when none is
+   * queued.
+   *
+   * @generated from field: double oldest_wait_seconds = 3;
+   */
+  oldestWaitSeconds: number;
+
+  /**
+   * Queued messages by why they wait, for those sent back to the database
+   * to wait for their turn; the others (just accepted, or due and waiting
+   * for a worker) have no reason and are not listed.
+   *
+   * @generated from field: repeated messaging.console.v1.QueuedReasonCount reasons = 4;
+   */
+  reasons: QueuedReasonCount[];
+
+  /**
+   * Scheduled sends from this number not yet due: not queued before their
+   * send_at.
+   *
+   * @generated from field: int32 scheduled_count = 5;
+   */
+  scheduledCount: number;
+
+  /**
+   * Messages handed to the network in the last 60 seconds (by their sent_at).
+   *
+   * @generated from field: int32 sent_last_minute_count = 6;
+   */
+  sentLastMinuteCount: number;
+
+  /**
+   * The rate actually sent over the last minute, in messages per second
+   * (sent_last_minute_count / 60), to compare with throughput_mps.
+   *
+   * @generated from field: double sent_last_minute_mps = 7;
+   */
+  sentLastMinuteMps: number;
+
+  /**
+   * The network's refusals of this number's sends since it was created, by
+   * the network's error code, most frequent first.
+   *
+   * @generated from field: repeated messaging.console.v1.NetworkRefusalCount network_refusals = 8;
+   */
+  networkRefusals: NetworkRefusalCount[];
+};
+
+/**
+ * Describes the message messaging.console.v1.SenderQueue.
+ * Use `create(SenderQueueSchema)` to create a new message.
+ */
+export const SenderQueueSchema: GenMessage<SenderQueue> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_senders, 1);
+
+/**
+ * Queued messages of one reason.
+ *
+ * @generated from message messaging.console.v1.QueuedReasonCount
+ */
+export type QueuedReasonCount = Message<"messaging.console.v1.QueuedReasonCount"> & {
+  /**
+   * Why they wait.
+   *
+   * @generated from field: messaging.v1.QueuedReason reason = 1;
+   */
+  reason: QueuedReason;
+
+  /**
+   * How many.
+   *
+   * @generated from field: int32 message_count = 2;
+   */
+  messageCount: number;
+};
+
+/**
+ * Describes the message messaging.console.v1.QueuedReasonCount.
+ * Use `create(QueuedReasonCountSchema)` to create a new message.
+ */
+export const QueuedReasonCountSchema: GenMessage<QueuedReasonCount> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_senders, 2);
+
+/**
+ * The network's refusals with one error code.
+ *
+ * @generated from message messaging.console.v1.NetworkRefusalCount
+ */
+export type NetworkRefusalCount = Message<"messaging.console.v1.NetworkRefusalCount"> & {
+  /**
+   * The network's error code: 130429 (throughput), 131056 (pair rate),
+   * 131026 (undeliverable), ….
+   *
+   * @generated from field: int32 code = 1;
+   */
+  code: number;
+
+  /**
+   * How many sends it refused with it.
+   *
+   * @generated from field: int32 count = 2;
+   */
+  count: number;
+
+  /**
+   * When it last did.
+   *
+   * @generated from field: google.protobuf.Timestamp last_refused_at = 3;
+   */
+  lastRefusedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.NetworkRefusalCount.
+ * Use `create(NetworkRefusalCountSchema)` to create a new message.
+ */
+export const NetworkRefusalCountSchema: GenMessage<NetworkRefusalCount> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_senders, 3);
 
 /**
  * Request of CreateSender.
@@ -158,7 +317,7 @@ export type CreateSenderRequest = Message<"messaging.console.v1.CreateSenderRequ
  * Use `create(CreateSenderRequestSchema)` to create a new message.
  */
 export const CreateSenderRequestSchema: GenMessage<CreateSenderRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_senders, 1);
+  messageDesc(file_messaging_console_v1_senders, 4);
 
 /**
  * Response of CreateSender: over REST the sender itself.
@@ -179,7 +338,7 @@ export type CreateSenderResponse = Message<"messaging.console.v1.CreateSenderRes
  * Use `create(CreateSenderResponseSchema)` to create a new message.
  */
 export const CreateSenderResponseSchema: GenMessage<CreateSenderResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_senders, 2);
+  messageDesc(file_messaging_console_v1_senders, 5);
 
 /**
  * Request of ListSenders.
@@ -214,7 +373,7 @@ export type ListSendersRequest = Message<"messaging.console.v1.ListSendersReques
  * Use `create(ListSendersRequestSchema)` to create a new message.
  */
 export const ListSendersRequestSchema: GenMessage<ListSendersRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_senders, 3);
+  messageDesc(file_messaging_console_v1_senders, 6);
 
 /**
  * List envelope of senders.
@@ -256,7 +415,7 @@ export type ListSendersResponse = Message<"messaging.console.v1.ListSendersRespo
  * Use `create(ListSendersResponseSchema)` to create a new message.
  */
 export const ListSendersResponseSchema: GenMessage<ListSendersResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_senders, 4);
+  messageDesc(file_messaging_console_v1_senders, 7);
 
 /**
  * Request of ArchiveSender.
@@ -277,7 +436,7 @@ export type ArchiveSenderRequest = Message<"messaging.console.v1.ArchiveSenderRe
  * Use `create(ArchiveSenderRequestSchema)` to create a new message.
  */
 export const ArchiveSenderRequestSchema: GenMessage<ArchiveSenderRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_senders, 5);
+  messageDesc(file_messaging_console_v1_senders, 8);
 
 /**
  * Response of ArchiveSender: over REST the sender itself.
@@ -298,7 +457,7 @@ export type ArchiveSenderResponse = Message<"messaging.console.v1.ArchiveSenderR
  * Use `create(ArchiveSenderResponseSchema)` to create a new message.
  */
 export const ArchiveSenderResponseSchema: GenMessage<ArchiveSenderResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_senders, 6);
+  messageDesc(file_messaging_console_v1_senders, 9);
 
 /**
  * Request of GetSender.
@@ -319,7 +478,7 @@ export type GetSenderRequest = Message<"messaging.console.v1.GetSenderRequest"> 
  * Use `create(GetSenderRequestSchema)` to create a new message.
  */
 export const GetSenderRequestSchema: GenMessage<GetSenderRequest> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_senders, 7);
+  messageDesc(file_messaging_console_v1_senders, 10);
 
 /**
  * Response of GetSender: over REST the sender itself.
@@ -340,7 +499,59 @@ export type GetSenderResponse = Message<"messaging.console.v1.GetSenderResponse"
  * Use `create(GetSenderResponseSchema)` to create a new message.
  */
 export const GetSenderResponseSchema: GenMessage<GetSenderResponse> = /*@__PURE__*/
-  messageDesc(file_messaging_console_v1_senders, 8);
+  messageDesc(file_messaging_console_v1_senders, 11);
+
+/**
+ * Request of UpdateSender.
+ *
+ * @generated from message messaging.console.v1.UpdateSenderRequest
+ */
+export type UpdateSenderRequest = Message<"messaging.console.v1.UpdateSenderRequest"> & {
+  /**
+   * The sender's id and the new values; other fields are ignored. The rules
+   * of the fields named in update_mask are checked by the handler (the others
+   * may be empty).
+   *
+   * @generated from field: messaging.console.v1.Sender sender = 1;
+   */
+  sender?: Sender | undefined;
+
+  /**
+   * Fields to change: name, throughput_mps. In REST, a comma-separated query
+   * parameter, for example ?update_mask=throughput_mps.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 2;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.UpdateSenderRequest.
+ * Use `create(UpdateSenderRequestSchema)` to create a new message.
+ */
+export const UpdateSenderRequestSchema: GenMessage<UpdateSenderRequest> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_senders, 12);
+
+/**
+ * Response of UpdateSender: over REST the sender itself.
+ *
+ * @generated from message messaging.console.v1.UpdateSenderResponse
+ */
+export type UpdateSenderResponse = Message<"messaging.console.v1.UpdateSenderResponse"> & {
+  /**
+   * The sender after the change.
+   *
+   * @generated from field: messaging.console.v1.Sender sender = 1;
+   */
+  sender?: Sender | undefined;
+};
+
+/**
+ * Describes the message messaging.console.v1.UpdateSenderResponse.
+ * Use `create(UpdateSenderResponseSchema)` to create a new message.
+ */
+export const UpdateSenderResponseSchema: GenMessage<UpdateSenderResponse> = /*@__PURE__*/
+  messageDesc(file_messaging_console_v1_senders, 13);
 
 /**
  * Lifecycle of a sender. In JSON: "active", "archived".
@@ -405,7 +616,8 @@ export const SenderService: GenService<{
     output: typeof ListSendersResponseSchema;
   },
   /**
-   * One sender (AIP-131), archived ones included.
+   * One sender (AIP-131), archived ones included, with its queue (Sender.queue:
+   * read at each call, README "Pacing", "A sender's queue").
    *
    * @generated from rpc messaging.console.v1.SenderService.GetSender
    */
@@ -413,6 +625,20 @@ export const SenderService: GenService<{
     methodKind: "unary";
     input: typeof GetSenderRequestSchema;
     output: typeof GetSenderResponseSchema;
+  },
+  /**
+   * Changes a sender (AIP-134): the fields named in update_mask ("name",
+   * "throughput_mps"); without a mask, those given with a non-empty value.
+   * Dispatch paces at a new throughput at once in the process that made the
+   * change and within a second in the others (the senders' cache). Archived
+   * senders may be changed too.
+   *
+   * @generated from rpc messaging.console.v1.SenderService.UpdateSender
+   */
+  updateSender: {
+    methodKind: "unary";
+    input: typeof UpdateSenderRequestSchema;
+    output: typeof UpdateSenderResponseSchema;
   },
   /**
    * Archives a sender: later sends from it are refused with invalid_argument;
