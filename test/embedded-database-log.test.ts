@@ -114,4 +114,17 @@ describe("reading the JVM's stderr into records", () => {
     await eventually(async () => records[0]);
     expect(records).toEqual([{ level: "info", logger: "embedded-database", msg: "converted 3 documents of /data/database.mv to BSON storage" }]);
   });
+
+  it("reads the rest of a trace that comes after its record ended as debug, never as the JVM's own warning", async () => {
+    const records: JavaLogRecord[] = [];
+    const reader = createJavaLogReader((r) => records.push(r), 20);
+    reader.line("[nioEventLoopGroup-3-1] WARN io.netty.channel.DefaultChannelPipeline - An exceptionCaught() event was fired");
+    reader.line("java.lang.IllegalStateException: channel closed");
+    await eventually(async () => records[0]);
+    reader.line("\tat io.netty.channel.nio.NioEventLoop.run(NioEventLoop.java:1)");
+    reader.line("Caused by: java.io.IOException: closed");
+    reader.end();
+    expect(records.map((r) => r.level)).toEqual(["warn", "debug", "debug"]);
+    expect(records[1]?.msg).toBe("at io.netty.channel.nio.NioEventLoop.run(NioEventLoop.java:1)");
+  });
 });

@@ -42,9 +42,11 @@ export interface JavaLogRecord {
  * is complete: when the next record starts, when no line came for
  * `quietMs`, or at `end()`. A record with an exception is one record whatever
  * its length. A line outside any record (a JVM warning) is a record of its own
- * at warn level. A client that went away is a debug record.
+ * at warn level; a stack line outside any record (the rest of a trace whose
+ * record ended, its writer paused) a debug record. A client that went away
+ * is a debug record.
  */
-export function createJavaLogReader(emit: (record: JavaLogRecord) => void, quietMs = 50): { line(text: string): void; end(): void } {
+export function createJavaLogReader(emit: (record: JavaLogRecord) => void, quietMs = 250): { line(text: string): void; end(): void } {
   let pending: JavaLogRecord | undefined;
   let timer: NodeJS.Timeout | undefined;
   const flush = () => {
@@ -69,6 +71,11 @@ export function createJavaLogReader(emit: (record: JavaLogRecord) => void, quiet
       } else if (pending && STACK_LINE.test(text)) {
         pending.stack ??= [];
         if (pending.stack.length < MAX_STACK_LINES) pending.stack.push(text);
+      } else if (STACK_LINE.test(text) && text.trim() !== "") {
+        // A frame or cause of a record already ended (its process paused longer than quietMs mid-trace): part of
+        // an exception, so not the JVM's own output; only relayed at debug level, as every stack is.
+        flush();
+        emit({ level: "debug", msg: text.trim() });
       } else if (text.trim() !== "") {
         // Output of the JVM itself: a warning, or an exception no one caught (an error).
         flush();
