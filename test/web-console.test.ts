@@ -79,6 +79,12 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     await page.click("button[type=submit]");
     await page.selectOption("#workspace", workspaceId);
     await expect.poll(() => page.textContent("[data-test=credit-balance]")).toBe("42");
+    expect(await page.textContent("[data-test=messaging-limit]")).toBe("unlimited");
+    // With a messaging limit, the overview shows how much of it is used.
+    const limited = await rest(t.consoleUrl, "PATCH", `/console/v1/workspaces/${workspaceId}`, { key: TEST_CONSOLE_TOKEN, body: { messaging_limit: "tier_10k" } });
+    expect(limited.status).toBe(200);
+    await page.reload();
+    await expect.poll(() => page.textContent("[data-test=messaging-limit]")).toBe("0 of 10,000");
 
     // Create a key that may read templates only; its secret is shown once, with a copy button.
     await page.click("nav a[href='#keys']");

@@ -224,6 +224,7 @@ async function renderOverview(body) {
         stat("Messages sent (24 h)", stats.recent, "messages-recent"),
         stat("Replies (24 h)", stats.recent_replies, "replies-recent"),
         stat("Messages, all time", stats.total, "messages-total"),
+        stat("Unique recipients (24 h)", messagingLimit(workspace), "messaging-limit"),
       )),
     el("section", { class: "card" }, el("h2", {}, "Messages by status"),
       el("div", { class: "scroll" }, el("table", {}, el("tbody", {}, statuses.map((s) => el("tr", { "data-status": s }, el("td", {}, el("a", { href: `#messages?status=${s}` }, s)), el("td", { "data-test": "count", class: "num" }, stats.by_status[s] ?? 0))))))),
@@ -231,6 +232,13 @@ async function renderOverview(body) {
       ledger.data.length === 0 ? el("p", { class: "muted" }, "No credit changes yet.") : ledgerTable(ledger.data),
       el("p", {}, el("a", { href: "#credits" }, "All credit changes, and top-ups →"))),
   );
+}
+
+/** How much of the workspace's messaging limit (unique recipients in a moving 24 hours) is used, e.g. "12 of 250". */
+function messagingLimit(workspace) {
+  const limits = { tier_250: 250, tier_2k: 2000, tier_10k: 10000, tier_100k: 100000 };
+  const limit = limits[workspace.messaging_limit];
+  return limit ? `${Number(workspace.messaging_limit_used ?? 0).toLocaleString()} of ${limit.toLocaleString()}` : "unlimited";
 }
 
 /** Credit ledger entries: when, the change, the balance after it, its kind, the message it was for, the note. */
