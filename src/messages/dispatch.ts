@@ -102,9 +102,9 @@ export interface Dispatcher {
   drain(): Promise<void>;
   /**
    * Graceful shutdown: messages not yet begun are left (their leases lapse
-   * and another process takes them over) and running attempts are awaited
-   * (claimed ones, waiting for one of the DISPATCH_CONCURRENCY network slots,
-   * call the network), so that a stop never leaves a claim behind.
+   * and another process takes them over) and running network calls are
+   * awaited, so that a stop never leaves a claim behind; attempts waiting
+   * for one of the DISPATCH_CONCURRENCY slots end without calling.
    */
   stop(): Promise<void>;
 }
@@ -234,21 +234,18 @@ export function createDispatcher(deps: {
     // dated earlier, however late its answer is read here (README "Dispatch").
     let handedAt = clock.now();
     try {
-      networkId = await limit(() => {
-        handedAt = clock.now();
-        return network.send({
-          messageId: message._id,
-          to: message.to,
-          fromPhoneNumber: send.from_phone_number,
-          fromPhoneNumberId: send.from_phone_number_id,
-          templateName: send.template_name,
-          language: send.language,
-          parameters: send.parameters,
-          flow: send.flow ? { flowId: send.flow.flow_id, token: send.flow.token } : null,
-          text: send.text,
-          templateCategory: message.template_category ?? "utility",
-        });
-      });
+      networkId = await limit(() => (handedAt = clock.now()) && network.send({
+        messageId: message._id,
+        to: message.to,
+        fromPhoneNumber: send.from_phone_number,
+        fromPhoneNumberId: send.from_phone_number_id,
+        templateName: send.template_name,
+        language: send.language,
+        parameters: send.parameters,
+        flow: send.flow ? { flowId: send.flow.flow_id, token: send.flow.token } : null,
+        text: send.text,
+        templateCategory: message.template_category ?? "utility",
+      }));
     } catch (err) {
       const refused = err instanceof NetworkSendError ? err : new NetworkSendError({ code: 0, title: String((err as Error)?.message ?? err) }, true);
       if (refused.info.code !== 0) metrics.networkRefusals.inc({ code: String(refused.info.code) });
@@ -333,9 +330,9 @@ export function createDispatcher(deps: {
     },
     drain: () => queue.drain(),
     async stop() {
-      // Attempts not yet claimed return at once (attempt checks `stopped`); claimed ones call the network when a slot
-      // frees, so every begun work settles and stop() returns: clearing the limiter's queue instead would leave their
-      // promises pending for ever, and the stop waiting on them.
+      // Attempts still waiting for a slot return at once (attempt checks `stopped`), so every begun work settles and
+      // stop() returns: clearing the limiter's queue instead would leave their promises pending for ever, and the
+      // stop waiting on them (a batch queues a thousand at once).
       stopped = true;
       await queue.stop();
     },
