@@ -212,7 +212,7 @@ export function createDispatcher(deps: {
           return;
         }
       }
-      next = await attempt(current, lease);
+      next = await limit(() => attempt(current, lease));
     }
   }
 
@@ -225,16 +225,14 @@ export function createDispatcher(deps: {
     const message: MessageRecord = { ...pending, dispatch: { ...pending.dispatch, state: "claimed", claimed_at: now, attempts: pending.dispatch.attempts + 1 } };
     await claims.add({ message, lease, now });
     if (leaseLeft(held) <= 0) return; // written late: another process may own it now; unsent, it fails as interrupted
-    // Spaced again after the claim's write, whose time varies (README "Pacing"); then one of the network's slots.
-    if (message.sender_id) await pacer.handOver(message.sender_id);
     const send = pending.send;
     const attempts = message.dispatch!.attempts;
     let networkId: string;
     // "sent" is dated when the message was handed to the network: no report the network makes of it can be
     // dated earlier, however late its answer is read here (README "Dispatch").
-    let handedAt = clock.now();
+    const handedAt = clock.now();
     try {
-      networkId = await limit(() => (handedAt = clock.now()) && network.send({
+      networkId = await network.send({
         messageId: message._id,
         to: message.to,
         fromPhoneNumber: send.from_phone_number,
@@ -245,7 +243,7 @@ export function createDispatcher(deps: {
         flow: send.flow ? { flowId: send.flow.flow_id, token: send.flow.token } : null,
         text: send.text,
         templateCategory: message.template_category ?? "utility",
-      }));
+      });
     } catch (err) {
       const refused = err instanceof NetworkSendError ? err : new NetworkSendError({ code: 0, title: String((err as Error)?.message ?? err) }, true);
       if (refused.info.code !== 0) metrics.networkRefusals.inc({ code: String(refused.info.code) });

@@ -39,13 +39,6 @@ const DECREASE = 0.75;
 /** Refusals within this long of a decrease count as the same one, in ms (they were sent at the old rate). */
 const DECREASE_QUIET_MS = 1_000;
 
-/**
- * How far ahead of a sender's rate its messages may be handed to the network at once (handOver), in ms: a tenth of a
- * second's worth. The network counts a second's worth at once (a token bucket): this leaves it most of that for the
- * time from the hand-over to its count.
- */
-const HAND_OVER_BURST_MS = 100;
-
 /** One sender's adaptive rate in this process. */
 interface SenderRate {
   /** The sender's configured throughput (throughput_mps). */
@@ -58,8 +51,6 @@ interface SenderRate {
   changedAt: number;
   /** When it was last lowered, in ms since the epoch. */
   loweredAt: number;
-  /** When its next message may be handed to the network with no burst left (handOver), in ms since the epoch. */
-  handOverAt: number;
 }
 
 /**
@@ -124,22 +115,6 @@ export class Pacer {
   }
 
   /**
-   * Resolves when a message of `senderId`, whose turn came (turn), may be handed to the network: at most the sender's
-   * rate (as adapted, without the headroom of turn) with HAND_OVER_BURST_MS of it at once, in the order asked. Between
-   * a turn and the network call come writes (the claim) and a wait for a network slot, whose time varies: a stall of
-   * the database lets the turns of a second or two through at once, which the network refuses (it counts a second's
-   * worth at once); this spaces them again. At once for a sender this process has no rate of.
-   */
-  async handOver(senderId: string): Promise<void> {
-    const rate = this.rates.get(senderId);
-    if (!rate) return;
-    const now = this.o.clock.now().getTime();
-    const next = Math.max(rate.handOverAt, now);
-    rate.handOverAt = next + 1000 / this.rate(senderId, rate.configured);
-    if (next - now > HAND_OVER_BURST_MS) await sleep(next - now - HAND_OVER_BURST_MS);
-  }
-
-  /**
    * The network refused a message of `senderId` handed to it at `handedAt` for its throughput (130429): the sender's
    * rate is lowered by a quarter, unless the message was handed over before the last decrease.
    */
@@ -170,7 +145,7 @@ export class Pacer {
     const now = this.o.clock.now().getTime();
     let rate = this.rates.get(senderId);
     if (!rate || rate.configured !== throughputMps) {
-      rate = { configured: throughputMps, current: throughputMps, ceiling: throughputMps, changedAt: now, loweredAt: 0, handOverAt: 0 };
+      rate = { configured: throughputMps, current: throughputMps, ceiling: throughputMps, changedAt: now, loweredAt: 0 };
       this.rates.set(senderId, rate);
     }
     if (rate.current < rate.configured) {
