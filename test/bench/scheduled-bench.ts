@@ -152,7 +152,7 @@ export async function runScheduledBench(options: { mongodbUri: string; scale: nu
       const sentRate = late.length > 1 ? (late.length - 1) / (lastS - firstS) : NaN;
       instantRows.push([
         `${burst} scheduled for one instant, a number at ${rate.toLocaleString("en-US")}/s`,
-        `${acceptedS.toFixed(1)} s before it`,
+        `${acceptedS.toFixed(1)} s`,
         String(late.length),
         String(failed),
         `${refused} (${((100 * refused) / burst).toFixed(2)} %)`,
