@@ -164,6 +164,25 @@ describe("the leased queue", () => {
     expect(Date.now()).toBeGreaterThanOrEqual(dueAt.getTime());
   });
 
+  it("wakes for a record due before the wake-up already set, found by a drain's look-ahead", async () => {
+    const collection = await jobs();
+    // Real time (timers). The recurring claim never runs; only drains and wake-ups take records.
+    const p = processOf(collection, "p", systemClock, { intervalMs: 60_000 });
+    // A wake-up set for a record due in a minute (as the accepting process sets one for a send scheduled then) …
+    const later = new Date(Date.now() + 60_000);
+    await collection.insertOne({ _id: "later", n: 1, ...waiting(later) });
+    p.queue.wakeAt(later);
+    // … then a record due sooner that this process set no wake-up for (stored by another process, or scheduled
+    // beyond the look-ahead when stored): the next drain's look-ahead finds it, and it is taken at its instant,
+    // not at the later record's wake-up (the drain skipped the look-ahead while a wake-up was set).
+    const sooner = new Date(Date.now() + 300);
+    await collection.insertOne({ _id: "sooner", n: 2, ...waiting(sooner) });
+    await p.queue.drain();
+    await eventually(async () => (p.taken.some((t) => t.record._id === "sooner") ? true : undefined), 20_000);
+    expect(p.taken.map((t) => t.record._id)).toEqual(["sooner"]);
+    await p.queue.stop();
+  });
+
   it("keeps at most maxInFlight records in progress, claiming more as work ends", async () => {
     const clock = createTestClock();
     const collection = await jobs();

@@ -278,10 +278,15 @@ export class LeasedQueue<T extends { _id: string } & Queued, P = undefined> {
    * After a drain: the first record to fall due within two claim intervals
    * (one read by the due_at index), for a wake-up then. It finds what other
    * processes made due later: their retries, leases that lapse, a backlog
-   * made due at one instant.
+   * made due at one instant; and what this process stored due beyond the
+   * look-ahead (a send scheduled further ahead) that has come within it.
+   * Read even when a wake-up is set: a record found due before it moves it
+   * earlier (wakeAt keeps the earliest), where skipping the read left that
+   * record for the later wake-up or the next claim, up to a claim interval
+   * late.
    */
   private async wakeAtNextDue(): Promise<void> {
-    if (!this.started || this.stopping || this.wake) return;
+    if (!this.started || this.stopping) return;
     const horizon = new Date(this.o.clock.now().getTime() + 2 * this.o.intervalMs);
     const next = await this.o.collection.findOne({ due_at: { $lt: horizon } } as Filter<T>, { sort: { due_at: 1 }, projection: { due_at: 1 } });
     if (next?.due_at) this.wakeAt(next.due_at);

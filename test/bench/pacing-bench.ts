@@ -29,7 +29,7 @@ interface Campaign {
  * (sent_at, read from the database) against what the network allows, and, for a number held lower than its
  * configured rate, the refusals after the first 15 s (once the rate converged).
  */
-export async function runPacingBench(options: { mongodbUri: string; scale: number }): Promise<string> {
+export async function runPacingBench(options: { mongodbUri: string; scale: number; campaigns?: string }): Promise<string> {
   const database = `bench_pacing_${Date.now()}`;
   const service = await startServiceProcess({ MONGODB_URI: options.mongodbUri, MONGODB_DATABASE: database, CONSOLE_TOKEN, ROLE: "all" });
   const consoleUrl = `http://127.0.0.1:${service.consolePort}`;
@@ -49,7 +49,7 @@ export async function runPacingBench(options: { mongodbUri: string; scale: numbe
       networkMps: 20,
       count: n(600),
     },
-  ];
+  ].filter((c) => !options.campaigns || options.campaigns.split(",").some((part) => c.name.includes(part)));
   /** The network's refusals so far, by code. */
   const refusals = async () => {
     const text = await (await fetch(`${consoleUrl}/metrics`)).text();
@@ -62,6 +62,8 @@ export async function runPacingBench(options: { mongodbUri: string; scale: numbe
     const workspaceId = workspace!.id;
     const { template } = await client(TemplateService).createTemplate({ workspaceId, name: "bench", language: "en", body: "Hello {{name}}, your code is {{code}}" });
     const rows: string[][] = [];
+    /** Lines under the table (each sender of a campaign of several). */
+    const details: string[] = [];
     for (const campaign of campaigns) {
       const senderIds = await Promise.all(
         campaign.senders.map(async (phoneNumber) => (await client(SenderService).createSender({ workspaceId, phoneNumber, name: phoneNumber, throughputMps: campaign.throughputMps })).sender!.id),
@@ -104,8 +106,29 @@ export async function runPacingBench(options: { mongodbUri: string; scale: numbe
       const after = await refusals();
       const total = items.length;
       const refused = (code: string, since = before) => (after.get(code) ?? 0) - (since.get(code) ?? 0);
-      const times = (await messages.find({ ...mine, sent_at: { $ne: null } }, { projection: { sent_at: 1 } }).toArray()).map((m) => m.sent_at!.getTime()).sort((a, b) => a - b);
+      const sent = await messages.find({ ...mine, sent_at: { $ne: null } }, { projection: { sent_at: 1, sender_id: 1 } }).toArray();
+      const times = sent.map((m) => m.sent_at!.getTime()).sort((a, b) => a - b);
+      if (senderIds.length > 1) {
+        // Each sender on its own: its rate first to last, and the most it sent in any one second (sliding).
+        const each = senderIds.map((id) => {
+          const own = sent.filter((m) => m.sender_id === id).map((m) => m.sent_at!.getTime()).sort((a, b) => a - b);
+          let most = 0;
+          for (let i = 0, j = 0; i < own.length; i++) {
+            while (own[i]! - own[j]! >= 1000) j++;
+            most = Math.max(most, i - j + 1);
+          }
+          return { rate: own.length > 1 ? (own.length - 1) / ((own.at(-1)! - own[0]!) / 1000) : NaN, most };
+        });
+        const rates = each.map((e) => e.rate);
+        details.push(
+          `${campaign.name}: each sender first to last ${Math.min(...rates).toFixed(1)} to ${Math.max(...rates).toFixed(1)}/s; the most one sent in any second (sliding) ${Math.min(...each.map((e) => e.most))} to ${Math.max(...each.map((e) => e.most))} (the network allows ${campaign.networkMps} a second, and a second's worth at once)`,
+        );
+      }
       const failed = await messages.countDocuments({ ...mine, status: "failed" });
+      if (failed > 0) {
+        const why = await messages.aggregate<{ _id: string; n: number }>([{ $match: { ...mine, status: "failed" } }, { $group: { _id: "$error.title", n: { $sum: 1 } } }]).toArray();
+        details.push(`${campaign.name}: failed ${why.map((w) => `${w.n} "${w._id}"`).join(", ")}`);
+      }
       const spanS = times.length > 1 ? (times.at(-1)! - times[0]!) / 1000 : 0;
       const rate = spanS > 0 ? (times.length - 1) / spanS : Infinity;
       const allowed = campaign.networkMps * campaign.senders.length;
@@ -126,7 +149,7 @@ export async function runPacingBench(options: { mongodbUri: string; scale: numbe
     return `Pacing against the simulator's limits (WhatsApp's: 130429 throughput, 131056 pair rate), ROLE=all, one process\n\n${table(
       ["campaign", "messages", "130429 refusals", "130429 after 15 s", "131056 refusals", "failed", "first to last sent s", "sent/s", "network allows/s", "of allowed"],
       rows,
-    )}`;
+    )}${details.map((d) => `\n${d}`).join("")}`;
   } finally {
     await mongo.close();
     await stopProcess(service.child);

@@ -10,11 +10,12 @@ import { runFilesBench } from "./files-bench.js";
 import { runMeBench } from "./me-bench.js";
 import { runMessagesBench } from "./messages-bench.js";
 import { runPacingBench } from "./pacing-bench.js";
+import { runScheduledBench } from "./scheduled-bench.js";
 import { runStatsBench } from "./stats-bench.js";
 import { runWebhookBench } from "./webhook-bench.js";
 
 /*
- * `npm run bench [-- --seconds N --concurrency N --backlogs 10000,100000 --only me|messages|batch|stats|pacing|webhooks|files|cli --file-mib N --cli-runs N --stats-sizes 3000,100000 --pacing-scale 1 --backend h2|memory --cpu-prof DIR]`:
+ * `npm run bench [-- --seconds N --concurrency N --backlogs 10000,100000 --only me|messages|batch|stats|pacing|scheduled|webhooks|files|cli --file-mib N --cli-runs N --stats-sizes 3000,100000 --pacing-scale 1 --pacing-campaigns ten,upgraded --backend h2|memory --cpu-prof DIR]`:
  * runs the benchmarks against MONGODB_URI, or a fresh embedded mongo-java-server
  * (the H2 file backend `npm start` uses, 100 ms commit interval; or its memory
  * backend, as `npm test` uses), and prints their tables. With --cpu-prof, each
@@ -30,6 +31,7 @@ const { values } = parseArgs({
     "cli-runs": { type: "string", default: "20" },
     "stats-sizes": { type: "string", default: "3000,100000" },
     "pacing-scale": { type: "string", default: "1" },
+    "pacing-campaigns": { type: "string", default: "" },
     backend: { type: "string", default: "h2" },
     "cpu-prof": { type: "string" },
   },
@@ -55,7 +57,8 @@ try {
   if (run("me")) process.stdout.write(`${await runMeBench({ mongodbUri, concurrency, seconds })}\n\n`);
   if (run("messages")) process.stdout.write(`${await runMessagesBench({ mongodbUri, databasePid: embedded?.pid, concurrency: 32, callsPerWorker: 100 })}\n\n`);
   if (run("batch")) process.stdout.write(`${await runBatchBench({ mongodbUri })}\n\n`);
-  if (run("pacing")) process.stdout.write(`${await runPacingBench({ mongodbUri, scale: Number(values["pacing-scale"]) })}\n\n`);
+  if (run("pacing")) process.stdout.write(`${await runPacingBench({ mongodbUri, scale: Number(values["pacing-scale"]), campaigns: values["pacing-campaigns"] })}\n\n`);
+  if (run("scheduled")) process.stdout.write(`${await runScheduledBench({ mongodbUri, scale: Number(values["pacing-scale"]) })}\n\n`);
   if (run("stats")) process.stdout.write(`${await runStatsBench({ mongodbUri, sizes: values["stats-sizes"].split(",").map(Number), calls: 100 })}\n\n`);
   if (run("webhooks")) {
     const backlogs = values.backlogs.split(",").filter((b) => b !== "").map(Number);
