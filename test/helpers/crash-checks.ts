@@ -143,13 +143,3 @@ export async function startSlowNetwork(targetUrl: string, delayMs: number) {
     }),
   };
 }
-
-/** How many messages ended in each outcome: `status` or `failed:<reason or error title>`. */
-export function outcomeCounts(stored: readonly CrashMessage[]): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const m of stored) {
-    const key = m.status === "failed" ? `failed:${m.error?.reason ?? m.error?.title ?? ""}` : m.status;
-    counts[key] = (counts[key] ?? 0) + 1;
-  }
-  return counts;
-}
