@@ -111,8 +111,8 @@ async function setUp(name: string) {
     return answer.results.map((r) => r.message!.message_id);
   };
   /** Cancels a message over REST; resolves to whether it was canceled (409: it was held for dispatch). */
-  const cancel = async (id: string) => {
-    const res = await rest(base, "POST", `/v1/messages/${id}:cancel`, { key: secret, body: {} });
+  const cancel = async (id: string, through = base) => {
+    const res = await rest(through, "POST", `/v1/messages/${id}:cancel`, { key: secret, body: {} });
     expect([200, 409], res.text).toContain(res.status);
     return res.status === 200;
   };
@@ -123,6 +123,12 @@ async function setUp(name: string) {
     await exited;
   };
   /** Starts another worker. */
+  /** Starts another API process; resolves to its public base URL. */
+  const startApi = async () => {
+    const next = await startServiceProcess({ ...env, ROLE: "api" });
+    children.push(next.child);
+    return `http://127.0.0.1:${next.publicPort}`;
+  };
   const startWorker = async () => {
     const next = await startServiceProcess({ ...env, ROLE: "worker" });
     children.push(next.child);
@@ -133,7 +139,7 @@ async function setUp(name: string) {
     await network.close();
     await graph.close();
   };
-  return { api, worker, graph, firstSeen, db, workspaceId, send, sendBatch, cancel, kill, startWorker, close };
+  return { api, worker, graph, firstSeen, db, workspaceId, send, sendBatch, cancel, kill, startApi, startWorker, close };
 }
 
 describe("processes killed with SIGKILL while messages wait in their sender's queue", () => {
@@ -177,6 +183,17 @@ describe("processes killed with SIGKILL while messages wait in their sender's qu
       await s.kill(s.api.child);
       const sentBeforeApiKill = s.graph.requests.length;
       expect(sentBeforeApiKill).toBeLessThan(answered.length - canceled.length);
+
+      // What the dead API process held waiting for its turn is canceled through another API process as soon as its
+      // lease lapsed, racing the worker's claim that takes it over: each either canceled (200) or taken (409), never
+      // both (checked below: a canceled message never reaches the network).
+      const orphans = await messages.find(heldBy(/:new$/)).project<{ _id: string; due_at: Date }>({ due_at: 1 }).toArray();
+      expect(orphans.length).toBeGreaterThan(0);
+      const otherApi = await s.startApi();
+      const lapsed = Math.max(...orphans.map((m) => new Date(m.due_at).getTime()));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, lapsed - Date.now()) + 50));
+      const outcomes = await Promise.all(orphans.map((m) => s.cancel(m._id, otherApi)));
+      canceled.push(...orphans.filter((_, i) => outcomes[i]).map((m) => m._id));
 
       // The worker takes what waits in the database when due; killed while it holds some in its own pacing wait.
       await eventually(async () => (s.graph.requests.length >= sentBeforeApiKill + 5 && (await holdsBoth(s.db, /:\d+$/)) ? true : undefined), 40_000);
