@@ -185,8 +185,9 @@ describe("processes killed with SIGKILL while messages wait in their sender's qu
       expect(sentBeforeApiKill).toBeLessThan(answered.length - canceled.length);
 
       // What the dead API process held waiting for its turn is canceled through another API process as soon as its
-      // lease lapsed, racing the worker's claim that takes it over: each either canceled (200) or taken (409), never
-      // both (checked below: a canceled message never reaches the network).
+      // lease lapsed, racing the worker's claim that takes it over (the worker, woken at that instant, mostly
+      // wins): each either canceled (200) or taken (409), never both (checked below: a canceled message never
+      // reaches the network).
       const orphans = await messages.find(heldBy(/:new$/)).project<{ _id: string; due_at: Date }>({ due_at: 1 }).toArray();
       expect(orphans.length).toBeGreaterThan(0);
       const otherApi = await s.startApi();
@@ -200,11 +201,20 @@ describe("processes killed with SIGKILL while messages wait in their sender's qu
       await s.kill(s.worker.child);
       const unsentAtKill = shortLived.filter((id) => sendsOf(s.graph.requests, id) === 0);
       expect(unsentAtKill.length).toBeGreaterThan(0);
+      const heldByWorker = (await messages.find(heldBy(/:\d+$/)).project<{ _id: string; due_at: Date }>({ due_at: 1 }).toArray());
+      const callingByWorker = (await messages.find(heldBy(/:\d+$/, "claimed")).project<{ _id: string; due_at: Date }>({ due_at: 1 }).toArray());
+      expect(heldByWorker.length).toBeGreaterThan(0);
 
-      // No process runs until the short-lived ones are past their validity: those not sent fail as expired.
+      // No worker runs until the short-lived ones are past their validity (those not sent fail as expired) and the
+      // dead worker's leases lapsed: what it held waiting for its turn is then canceled (no process can take it),
+      // what it was handing to the network is not (409: the network may have it).
       const validUntil = await messages.find({ _id: { $in: shortLived } } as never).toArray();
       const lastValid = Math.max(...validUntil.map((m) => new Date((m as unknown as { valid_until: Date }).valid_until).getTime()));
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, lastValid - Date.now()) + 200));
+      const lastLease = Math.max(...[...heldByWorker, ...callingByWorker].map((m) => new Date(m.due_at).getTime()));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, lastValid - Date.now(), lastLease - Date.now()) + 200));
+      for (const m of heldByWorker) expect(await s.cancel(m._id, otherApi), `${m._id} canceled once its holder's lease lapsed`).toBe(true);
+      canceled.push(...heldByWorker.map((m) => m._id));
+      for (const m of callingByWorker) expect(await s.cancel(m._id, otherApi), `${m._id} not canceled while its network call may have reached the network`).toBe(false);
 
       await s.startWorker();
       const stored = await expectSettled({ db: s.db, workspaceId: s.workspaceId, openingCredits: OPENING_CREDITS, answered, requests: s.graph.requests, timeoutMs: 90_000 });
