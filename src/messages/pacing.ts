@@ -38,6 +38,13 @@ const INCREASE_PER_SECOND = { belowCeiling: 0.1, aboveCeiling: 0.002 } as const;
 const DECREASE = 0.75;
 /** Refusals within this long of a decrease count as the same one, in ms (they were sent at the old rate). */
 const DECREASE_QUIET_MS = 1_000;
+/**
+ * How long the rate of the last refusal is remembered, in ms: after this long without a refusal the ceiling is the
+ * configured rate again, and the rate regains quickly up to 95% of it. Refusals that are not the number's limit (a
+ * bunch of messages handed over at once by a stalled process) would otherwise each lower the ceiling for good; a
+ * number the network holds lower is probed again once in this long (a refusal or two, then the rate is lowered).
+ */
+const CEILING_MEMORY_MS = 30_000;
 
 /** One sender's adaptive rate in this process. */
 interface SenderRate {
@@ -66,7 +73,10 @@ interface SenderRate {
  *   without one adds 10% of the configured rate up to 95% of the rate last
  *   refused, then 0.2% up to the configured rate. So a number the network
  *   holds lower than configured converges to just under its real limit,
- *   probing above it slowly. The adaptive rate is each process's own (each
+ *   probing above it slowly. The rate of the last refusal is remembered for
+ *   CEILING_MEMORY_MS (30 s): then it is forgotten, the rate regains quickly
+ *   (a refusal that was not the number's limit costs 30 s at most), and a
+ *   number held lower is probed once more. The adaptive rate is each process's own (each
  *   learns from its own refusals). Messages are paced at 95% of it
  *   (HEADROOM).
  * - **Per recipient** (the pair of number and user): at most `pairBurst`
@@ -148,10 +158,15 @@ export class Pacer {
       rate = { configured: throughputMps, current: throughputMps, ceiling: throughputMps, changedAt: now, loweredAt: 0 };
       this.rates.set(senderId, rate);
     }
+    if (rate.ceiling < rate.configured && now - rate.loweredAt >= CEILING_MEMORY_MS) rate.ceiling = rate.configured;
     if (rate.current < rate.configured) {
-      const share = rate.current < 0.95 * rate.ceiling ? INCREASE_PER_SECOND.belowCeiling : INCREASE_PER_SECOND.aboveCeiling;
-      const gained = (rate.configured * share * (now - rate.changedAt)) / 1000;
-      rate.current = Math.min(rate.configured, rate.current + gained);
+      // Quickly up to 95% of the ceiling, then slowly for the rest of the time since the last change.
+      let seconds = (now - rate.changedAt) / 1000;
+      const fast = rate.configured * INCREASE_PER_SECOND.belowCeiling;
+      const quick = Math.min(seconds, Math.max(0, 0.95 * rate.ceiling - rate.current) / fast);
+      rate.current += quick * fast;
+      seconds -= quick;
+      rate.current = Math.min(rate.configured, rate.current + seconds * rate.configured * INCREASE_PER_SECOND.aboveCeiling);
       rate.changedAt = now;
     }
     return rate.current;

@@ -1,0 +1,81 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { inject } from "vitest";
+import { MongoClient, type Db } from "mongodb";
+import { Pacer } from "../src/messages/pacing.js";
+import { createRateLimiter } from "../src/ratelimit/rate-limiter.js";
+import { Throttle } from "../src/ratelimit/throttle.js";
+import { createTestClock } from "./helpers/test-service.js";
+
+/*
+ * The adaptive rate of a sender number on its own (README "Pacing"): the
+ * pacer over the shared throttle and a real database of the run, the
+ * injectable clock; the rate each turn asks the throttle for is read as it
+ * goes by (at 95% of the sender's rate, the pacer's headroom).
+ */
+
+let client: MongoClient;
+let db: Db;
+
+beforeAll(async () => {
+  client = await new MongoClient(inject("mongoUri")).connect();
+  db = client.db(`test_pacer_${randomUUID().replaceAll("-", "").slice(0, 12)}`);
+});
+afterAll(async () => {
+  await db.dropDatabase();
+  await client.close();
+});
+
+describe("a sender's adaptive rate (AIMD)", () => {
+  it("lowers it by a quarter on a refusal, regains quickly below the rate refused and slowly above, and forgets that rate after 30 s", async () => {
+    const clock = createTestClock();
+    const throttle = new Throttle({ limiter: createRateLimiter(db, clock, 1000), clock, holdMs: 3500, keepSlots: false });
+    const asked: number[] = [];
+    const turn = throttle.turn.bind(throttle);
+    throttle.turn = (subject, limit, slot) => (asked.push(limit), turn(subject, limit, slot));
+    const pacer = new Pacer({ throttle, clock, options: { pairIntervalMs: 0, pairBurst: 1, holdMs: 3500 } });
+    const sender = `snd_${randomUUID()}`;
+    /** The sender's rate now, as its next turn asks for it (less the 5% headroom), in messages per second. */
+    const rate = async () => {
+      clock.advance(1); // a turn per millisecond at most: each asks anew
+      await pacer.turn({ senderId: sender, throughputMps: 80, to: "4915100000001" });
+      return Math.round((asked.at(-1)! / 0.95) * 100) / 100;
+    };
+
+    expect(await rate()).toBe(80);
+    pacer.throughputRefused(sender, clock.now());
+    expect(await rate()).toBeCloseTo(60, 0);
+    // A refusal of a message handed over before the decrease, or within a second of it, changes nothing.
+    pacer.throughputRefused(sender, new Date(clock.now().getTime() - 10));
+    pacer.throughputRefused(sender, clock.now());
+    expect(await rate()).toBeCloseTo(60, 0);
+    // 8/s (10% of 80) up to 95% of the rate refused (76), then 0.16/s (0.2%).
+    clock.advance(1000);
+    expect(await rate()).toBeCloseTo(68, 0);
+    clock.advance(1000);
+    expect(await rate()).toBeCloseTo(76, 0);
+    clock.advance(5000);
+    expect(await rate()).toBeLessThan(77.5);
+    // A second refusal at that rate: a quarter off again, and the rate refused is the new ceiling.
+    clock.advance(1000);
+    pacer.throughputRefused(sender, clock.now());
+    const lowered = await rate();
+    expect(lowered).toBeLessThan(59);
+    clock.advance(10_000);
+    // 10 s on: quickly to 95% of the rate refused (about 73), then slowly.
+    expect(await rate()).toBeCloseTo(0.95 * (lowered / 0.75) + 8.08 * 0.16, 0);
+    // Refusals that keep coming (a stalled process handing bunches over) each lower the ceiling: a ratchet...
+    for (let i = 0; i < 4; i++) {
+      clock.advance(1500);
+      await rate();
+      pacer.throughputRefused(sender, clock.now());
+    }
+    clock.advance(29_000);
+    expect(await rate()).toBeLessThan(65);
+    // ...that lasts 30 s: then the rate refused is forgotten and the rate regains quickly, up to 95% of 80.
+    clock.advance(2000);
+    expect(await rate()).toBeGreaterThan(70);
+    clock.advance(1000);
+    expect(await rate()).toBeCloseTo(76, 0);
+  });
+});
