@@ -91,8 +91,9 @@ export class MessagingLimitBudget {
   async turn(workspaceId: string, limit: number, to: string): Promise<BudgetTurn> {
     if (!Number.isFinite(limit)) return { go: true };
     const key = `${workspaceId}|${to}`;
-    for (let before = this.underWay.get(key); before; before = this.underWay.get(key)) await before;
-    const turn = this.counted(workspaceId, limit, key);
+    // The earlier turn's failure is its own message's (its lease lapses): this one tries for itself.
+    for (let before = this.underWay.get(key); before; before = this.underWay.get(key)) await before.catch(() => undefined);
+    const turn = this.turnOf(workspaceId, limit, key);
     this.underWay.set(key, turn);
     try {
       return await turn;
@@ -102,7 +103,7 @@ export class MessagingLimitBudget {
   }
 
   /** The turn of a message to the recipient `key` of `workspaceId` (see turn), the only one under way for it here. */
-  private async counted(workspaceId: string, limit: number, key: string): Promise<BudgetTurn> {
+  private async turnOf(workspaceId: string, limit: number, key: string): Promise<BudgetTurn> {
     const now = this.clock.now().getTime();
     const hour = Math.floor(now / HOUR_MS);
     let counted = this.known.get(key);
