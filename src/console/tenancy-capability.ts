@@ -15,7 +15,7 @@ export function createTenancyCapability(platform: Platform): Capability {
         WorkspaceService,
         createWorkspaceService(workspaces, {
           // A raised messaging limit lets the messages waiting for it go (at the workers' next claims).
-          raised: (id) => platform.stores.messages.releaseQueued(id, "daily_limit", clock.now()),
+          raised: (id) => platform.stores.messages.releaseQueued({ workspaceId: id }, "daily_limit", clock.now()),
           inWindow: (id) => platform.stores.messagingLimit.inWindow(id),
         }),
       ),

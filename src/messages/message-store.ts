@@ -265,10 +265,14 @@ export interface MessageStore {
   /** Whether the message is held by `lease` with the claim written at `claimedAt` (markCalling) (one read by _id). */
   isClaimedBy(id: string, lease: string, claimedAt: Date): Promise<boolean>;
   /**
-   * Messages of a workspace waiting in the database for `reason` (not held by a process) are due at `now`: the
-   * workers' next claims take them (a raised messaging limit). Resolves to how many.
+   * A limit was raised: the messages of a workspace (its messaging limit, reason `daily_limit`) or of a sender (its
+   * throughput, reason `sender_rate`) that wait in the database for `reason` (pending, not held by a process) and are
+   * due later than `at` are due at `at` instead of their old expected turn, and take a turn under the new limit at
+   * the workers' next claims (README "Pacing"); one updateMany (a sender's read by `queue_by_sender`).
+   *
+   * @returns how many were made due.
    */
-  releaseQueued(workspaceId: string, reason: QueuedReason, now: Date): Promise<number>;
+  releaseQueued(of: { workspaceId: string } | { senderId: string }, reason: QueuedReason, at: Date): Promise<number>;
   /**
    * The network refused a claimed message for one of its rate limits (130429, 131056): it is pending again and
    * stays held by `lease` until `until`, its attempt not counted (`pairRefused`: one more pair refusal counted).
@@ -288,14 +292,6 @@ export interface MessageStore {
   queuedBySender(now: Date, senderId?: string): Promise<Map<string, SenderQueueCounts>>;
   /** Messages of sender `senderId` handed to the network at or after `since` (their `sent_at`): counted from the index `sent_by_sender`. */
   countSentSince(senderId: string, since: Date): Promise<number>;
-  /**
-   * The throughput of sender `senderId` was raised: its messages that wait in the database for a turn under its old
-   * rate (pending, not leased, sent back for `sender_rate`) are due again at `at` instead of their old expected turn,
-   * to take a turn at the new rate (README "Pacing", "A sender's queue"); one updateMany read by `queue_by_sender`.
-   *
-   * @returns how many were made due.
-   */
-  requeueForRate(senderId: string, at: Date): Promise<number>;
   ensureIndexes(): Promise<void>;
 }
 
@@ -490,10 +486,11 @@ export function createMessageStore(db: Db): MessageStore {
     async isClaimedBy(id, lease, claimedAt) {
       return (await collection.countDocuments({ _id: id, ...heldBy(lease), "dispatch.state": "claimed", "dispatch.claimed_at": claimedAt }, { limit: 1 })) === 1;
     },
-    async releaseQueued(workspaceId, reason, now) {
+    async releaseQueued(of, reason, at) {
+      const owner = "workspaceId" in of ? { workspace_id: of.workspaceId } : { sender_id: of.senderId };
       const released = await collection.updateMany(
-        { workspace_id: workspaceId, "dispatch.state": "pending", "dispatch.queued_reason": reason, lease_owner: null },
-        { $set: { due_at: now } },
+        { ...DISPATCH_PENDING, ...owner, lease_owner: null, "dispatch.queued_reason": reason, due_at: { $gt: at } },
+        { $set: { due_at: at } },
       );
       return released.modifiedCount;
     },
@@ -564,13 +561,6 @@ export function createMessageStore(db: Db): MessageStore {
       return new Map((await Promise.all(pendingBySender.map(queueOf))).filter((q) => q !== null));
     },
     countSentSince: (senderId, since) => collection.countDocuments({ ...DISPATCH_DONE, sender_id: senderId, sent_at: { $gte: since } }),
-    async requeueForRate(senderId, at) {
-      const res = await collection.updateMany(
-        { ...DISPATCH_PENDING, sender_id: senderId, lease_owner: null, "dispatch.queued_reason": "sender_rate", due_at: { $gt: at } },
-        { $set: { due_at: at } },
-      );
-      return res.modifiedCount;
-    },
     async ensureIndexes() {
       // A sender's queue (queuedBySender): the messages not handed to the network only, by sender.
       await collection.createIndex(

@@ -111,7 +111,7 @@ export function createPublicSenderService(senders: SenderStore): Partial<Service
  */
 export function createConsoleSenderService(deps: {
   senders: SenderStore;
-  messages: Pick<MessageStore, "queuedBySender" | "countSentSince" | "requeueForRate">;
+  messages: Pick<MessageStore, "queuedBySender" | "countSentSince" | "releaseQueued">;
   workspaces: WorkspaceStore;
   clock: Clock;
 }): Partial<ServiceImpl<typeof ConsoleSenderService>> {
@@ -163,7 +163,7 @@ export function createConsoleSenderService(deps: {
       // A raised rate: the messages waiting for a turn under the old one take a turn at the new one, once every
       // process's cache has it (README "Pacing", "A sender's queue").
       if (changes.throughput_mps !== undefined && changes.throughput_mps > throughputOf(existing)) {
-        await messages.requeueForRate(id, new Date(clock.now().getTime() + SENDER_CHANGE_DELAY_MS));
+        await messages.releaseQueued({ senderId: id }, "sender_rate", new Date(clock.now().getTime() + SENDER_CHANGE_DELAY_MS));
       }
       return { sender: consoleSenderToProto(record) };
     },
