@@ -45,7 +45,7 @@ const THROUGHPUT_SOURCES: Record<ThroughputSource, ConsoleThroughputSource> = {
 };
 
 /**
- * The throughput a sender created without one starts with (README "Pacing"): the figure `network` states for its
+ * The throughput a sender created without one starts with (README "A sender's throughput"): the figure `network` states for its
  * number (NetworkAdapter.readThroughput; with WhatsApp the number's throughput level), brought into
  * THROUGHPUT_MPS_RANGE (a whole number, 1 to 1,000), source "network"; else WhatsApp's default,
  * DEFAULT_THROUGHPUT_MPS, source "default". Never throws: a read that fails, or states none or no finite figure,
@@ -178,16 +178,18 @@ export function createConsoleSenderService(deps: {
       const name = req.name.trim();
       await requireWorkspace(workspaces, req.workspaceId);
       requireWorkspaceAccess(context, req.workspaceId, "write");
+      const whatsappPhoneNumberId = req.whatsappPhoneNumberId || null;
+      // A throughput given wins; without one, the network's figure for the number (README "A sender's throughput"),
+      // read before the check of the number's uniqueness so that the read's wait does not stand between the check
+      // and the insert.
+      const { throughputMps, source } = req.throughputMps
+        ? { throughputMps: req.throughputMps, source: "given" as const }
+        : await initialThroughput(network, { phoneNumber: req.phoneNumber, phoneNumberId: whatsappPhoneNumberId }, logger);
       if (await senders.findActiveByPhone(req.workspaceId, req.phoneNumber)) {
         throw apiError("conflict", `The workspace already has an active sender with phone number ${req.phoneNumber}`, {
           field: "phone_number",
         });
       }
-      const whatsappPhoneNumberId = req.whatsappPhoneNumberId || null;
-      // A throughput given wins; without one, the network's figure for the number (README "Pacing").
-      const { throughputMps, source } = req.throughputMps
-        ? { throughputMps: req.throughputMps, source: "given" as const }
-        : await initialThroughput(network, { phoneNumber: req.phoneNumber, phoneNumberId: whatsappPhoneNumberId }, logger);
       const record = await senders.create({
         workspaceId: req.workspaceId,
         phoneNumber: req.phoneNumber,
