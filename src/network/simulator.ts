@@ -230,8 +230,9 @@ export function createSimulator(options: SimulatorOptions, sink: ReportSink): Si
       return inject(original, { type: "flow_response", responseJson, body: "Sent" });
     },
     // The limits' own figure (held by the digits; no phone number ID needed), the 20 of a number ending in 0020
-    // included, which WhatsApp's levels cannot state.
-    readThroughput: async (number) => options.limits?.throughputOf(number.phoneNumber) ?? null,
+    // included, which WhatsApp's levels cannot state. Without limits it holds none and has nothing to state (a
+    // sender then starts at the default without a warning).
+    ...(options.limits ? { readThroughput: async (number: { phoneNumber: string }) => options.limits!.throughputOf(number.phoneNumber) } : {}),
     media: options.media,
     fetchMedia: (media) => options.media.fetch(media.id),
     start: () => queue.start(),
