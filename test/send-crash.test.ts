@@ -119,7 +119,7 @@ describe("an API process and a worker killed with SIGKILL during sends", () => {
       const ids = new Set(stored.map((m) => m._id));
       for (const id of answered) expect(ids.has(id)).toBe(true);
       for (const m of stored) expect(["sent", "failed"]).toContain(m.status);
-      for (const m of stored) expect(graph.requests.filter((r) => r.body.biz_opaque_callback_data === m._id).length).toBeLessThanOrEqual(1);
+      for (const m of stored) expect(graph.requests.filter((r) => r.body?.biz_opaque_callback_data === m._id).length).toBeLessThanOrEqual(1);
       const charged = stored.filter((m) => m.refund_state !== "done").reduce((sum, m) => sum + m.credits, 0);
       const balance = (await workspaces.findOne({ _id: workspaceId }))!.credit_balance;
       expect(balance + charged).toBe(OPENING_CREDITS);

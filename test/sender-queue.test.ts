@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { BadRequestSchema } from "../gen/google/rpc/error_details_pb.js";
-import { SenderService } from "../gen/messaging/console/v1/senders_pb.js";
+import { SenderService, ThroughputSource } from "../gen/messaging/console/v1/senders_pb.js";
 import { QueuedReason } from "../gen/messaging/v1/messages_pb.js";
 import { clientFor, rest } from "./helpers/clients.js";
 import { createTemplate, FAST_MESSAGING, msgsvc } from "./helpers/messaging.js";
@@ -291,5 +291,18 @@ describe("UpdateSender", () => {
     expect(cli.stderr).toMatch(/^error: invalid_argument: /);
     const unknown = await consoleRest("PATCH", `/console/v1/senders/snd_nope?update_mask=name`, { name: "x" });
     expect(unknown.status).toBe(404);
+  });
+});
+
+describe("CreateSender without a throughput, on the simulator", () => {
+  it("starts the sender at what the simulated network holds its number at: 20 for one ending in 0020, 1,000 for 1000, else 80; a throughput given wins", async () => {
+    const created = async (phoneNumber: string, throughputMps = 0) =>
+      (await t.console(SenderService).createSender({ workspaceId: workspace, phoneNumber, name: `Sender ${phoneNumber}`, throughputMps })).sender!;
+    expect(await created("4915100110020")).toMatchObject({ throughputMps: 20, throughputSource: ThroughputSource.NETWORK });
+    expect(await created("4915100111000")).toMatchObject({ throughputMps: 1000, throughputSource: ThroughputSource.NETWORK });
+    expect(await created("4915100110001")).toMatchObject({ throughputMps: 80, throughputSource: ThroughputSource.NETWORK });
+    expect(await created("4915100112000", 250)).toMatchObject({ throughputMps: 250, throughputSource: ThroughputSource.GIVEN });
+    const overRest = await consoleRest("POST", `/console/v1/workspaces/${workspace}/senders`, { phone_number: "4915100130020", name: "Shared" });
+    expect(overRest.json).toMatchObject({ throughput_mps: 20, throughput_source: "network" });
   });
 });

@@ -1,11 +1,14 @@
 import type { StoredEvent } from "../src/events/event-bus.js";
 import { createHmac } from "node:crypto";
+import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SenderService as ConsoleSenderService, ThroughputSource } from "../gen/messaging/console/v1/senders_pb.js";
 import { WorkspaceService } from "../gen/messaging/console/v1/workspaces_pb.js";
+import { createLogger } from "../src/shared/logger.js";
 import { rest } from "./helpers/clients.js";
 import { startFakeGraphApi } from "./helpers/fake-graph-api.js";
 import { createSender, createTemplate, FAST_MESSAGING } from "./helpers/messaging.js";
-import { createTestService, eventually, type TestService } from "./helpers/test-service.js";
+import { createTestService, eventually, TEST_CONSOLE_TOKEN, type TestService } from "./helpers/test-service.js";
 
 /*
  * The WhatsApp Cloud API adapter against a local stand-in for the Graph API,
@@ -16,6 +19,8 @@ import { createTestService, eventually, type TestService } from "./helpers/test-
  * - callbacks: https://developers.facebook.com/documentation/business-messaging/whatsapp/webhooks/reference/messages/status/
  *   and .../webhooks/reference/messages/text/
  * - verification and signatures: https://developers.facebook.com/docs/graph-api/webhooks/getting-started
+ * - a number's throughput level (GET /{version}/{phone-number-id}?fields=throughput):
+ *   https://developers.facebook.com/documentation/business-messaging/whatsapp/throughput
  */
 
 const APP_SECRET = "test-app-secret-0123456789";
@@ -30,6 +35,8 @@ let key: { id: string; secret: string };
 let senderId: string;
 let templateId: string;
 let flowTemplateId: string;
+/** The service's log lines at warn and above. */
+const logLines: { level: number; msg: string; [field: string]: unknown }[] = [];
 
 beforeAll(async () => {
   graph = await startFakeGraphApi((req, calls) => {
@@ -53,7 +60,15 @@ beforeAll(async () => {
     }
     return undefined;
   });
+  graph.throughput.set(PHONE_NUMBER_ID, "STANDARD");
+  const logSink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString("utf8").split("\n")) if (line) logLines.push(JSON.parse(line));
+      done();
+    },
+  });
   t = await createTestService({
+    logger: createLogger("warn", "whatsapp-test", logSink),
     config: {
       ...FAST_MESSAGING,
       logLevel: "error",
@@ -311,5 +326,63 @@ describe("the callback endpoint", () => {
     });
     const inbound = await stored(events[0]!.data.message_id as string);
     expect(inbound).toMatchObject({ direction: "inbound", workspace_id: workspaceId, content: { type: "text", text: "Does it come in another color?" } });
+  });
+});
+
+describe("a sender's throughput, read from the Graph API when CreateSender gives none", () => {
+  const consoleRest = (method: string, path: string, body?: unknown) => rest(t.consoleUrl, method, path, { key: TEST_CONSOLE_TOKEN, body });
+  const createOverRest = (phoneNumber: string, whatsappPhoneNumberId: string, extra: Record<string, unknown> = {}) =>
+    consoleRest("POST", `/console/v1/workspaces/${workspaceId}/senders`, { phone_number: phoneNumber, name: "Campaigns", whatsapp_phone_number_id: whatsappPhoneNumberId, ...extra });
+  const throughputReads = (phoneNumberId: string) => graph.requests.filter((r) => r.method === "GET" && r.path.startsWith(`/v23.0/${phoneNumberId}?`));
+  const storedSender = (id: string) => t.service.db.collection("senders").findOne({ _id: id as never });
+
+  it("asks GET /{version}/{phone-number-id}?fields=throughput with the bearer token and starts the sender at the level's rate: HIGH 1,000, STANDARD 80", async () => {
+    graph.throughput.set("106540352240001", "HIGH");
+    const high = await createOverRest("15550780001", "106540352240001");
+    expect(high.status).toBe(200);
+    expect(high.json).toMatchObject({ phone_number: "15550780001", throughput_mps: 1000, throughput_source: "network" });
+    expect(throughputReads("106540352240001")).toEqual([
+      { method: "GET", path: "/v23.0/106540352240001?fields=throughput", authorization: "Bearer EAAG-test-access-token", body: null },
+    ]);
+    // Stored as read: dispatch paces the number at it, and reading the sender shows it.
+    expect(await storedSender(high.json.id)).toMatchObject({ throughput_mps: 1000, throughput_source: "network" });
+    expect((await consoleRest("GET", `/console/v1/senders/${high.json.id}`)).json).toMatchObject({ throughput_mps: 1000, throughput_source: "network" });
+
+    graph.throughput.set("106540352240002", "STANDARD");
+    const { sender } = await t.console(ConsoleSenderService).createSender({ workspaceId, phoneNumber: "15550780002", name: "Support", whatsappPhoneNumberId: "106540352240002" });
+    expect(sender).toMatchObject({ throughputMps: 80, throughputSource: ThroughputSource.NETWORK });
+    expect(throughputReads("106540352240002")).toHaveLength(1);
+  });
+
+  it("takes a throughput_mps given as it is, without asking", async () => {
+    graph.throughput.set("106540352240003", "HIGH");
+    const given = await createOverRest("15550780003", "106540352240003", { throughput_mps: 20 });
+    expect(given.json).toMatchObject({ throughput_mps: 20, throughput_source: "given" });
+    expect(throughputReads("106540352240003")).toHaveLength(0);
+  });
+
+  it("falls back to 80 and logs a warning, never failing the creation, when the Graph API is down, refuses the question or states no level", async () => {
+    graph.throughput.set("106540352240004", { status: 503, body: { error: { message: "(#131016) Service unavailable", type: "OAuthException", code: 131016, fbtrace_id: "AbC" } } });
+    graph.throughput.set("106540352240005", "NOT_APPLICABLE");
+    // 106540352240006 is unknown to the Graph API: 400, code 100.
+    for (const [phoneNumber, phoneNumberId] of [["15550780004", "106540352240004"], ["15550780005", "106540352240005"], ["15550780006", "106540352240006"]] as const) {
+      const created = await createOverRest(phoneNumber, phoneNumberId);
+      expect(created.status).toBe(200);
+      expect(created.json).toMatchObject({ phone_number: phoneNumber, throughput_mps: 80, throughput_source: "default" });
+      expect(throughputReads(phoneNumberId)).toHaveLength(1);
+      expect(await storedSender(created.json.id)).toMatchObject({ throughput_mps: 80, throughput_source: "default" });
+      expect(logLines.some((l) => l.level === 40 && l.phoneNumberId === phoneNumberId && String(l.msg).includes("default throughput"))).toBe(true);
+    }
+    const refused = logLines.find((l) => l.phoneNumberId === "106540352240006");
+    expect((refused?.err as { message?: string } | undefined)?.message).toMatch(/^100 Unsupported get request\. Object with ID .106540352240006. does not exist/);
+  });
+
+  it("asks nothing for a number without a WhatsApp phone number ID (80, default), and a throughput UpdateSender sets is given", async () => {
+    const before = graph.requests.length;
+    const created = await createOverRest("15550780007", "");
+    expect(created.json).toMatchObject({ throughput_mps: 80, throughput_source: "default" });
+    expect(graph.requests.slice(before).filter((r) => r.method === "GET")).toEqual([]);
+    const patched = await consoleRest("PATCH", `/console/v1/senders/${created.json.id}?update_mask=throughput_mps`, { throughput_mps: 1000 });
+    expect(patched.json).toMatchObject({ throughput_mps: 1000, throughput_source: "given" });
   });
 });

@@ -20,7 +20,7 @@ export async function ensureDemoSenderAndTemplate(
   const { senders, templates } = stores;
   const sender =
     (await senders.findActiveByPhone(workspaceId, DEMO_SENDER_PHONE)) ??
-    (await senders.create({ workspaceId, phoneNumber: DEMO_SENDER_PHONE, name: "Demo sender", whatsappPhoneNumberId: null, throughputMps: DEFAULT_THROUGHPUT_MPS }));
+    (await senders.create({ workspaceId, phoneNumber: DEMO_SENDER_PHONE, name: "Demo sender", whatsappPhoneNumberId: null, throughputMps: DEFAULT_THROUGHPUT_MPS, throughputSource: "default" }));
   const template =
     (await templates.findActive(workspaceId, DEMO_TEMPLATE.name, DEMO_TEMPLATE.language)) ??
     (await templates.create({

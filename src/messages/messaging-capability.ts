@@ -164,7 +164,7 @@ export function createMessagingCapabilities(platform: Platform): Capability[] {
     },
   };
   return [
-    createSendersCapability(platform, senders),
+    createSendersCapability(platform, senders, network),
     createTemplatesCapability(platform, templates),
     createCreditsCapability(platform, credits),
     messagesCapability,

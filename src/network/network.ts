@@ -57,6 +57,30 @@ export class NetworkSendError extends Error {
   }
 }
 
+/**
+ * Why the network could not answer a question about a business number
+ * (NetworkAdapter.readThroughput): its error as it states it (code 0 when it
+ * never answered: an outage, a timeout, an answer that is not its own).
+ * `retryable` says whether asking again later may answer.
+ */
+export class NetworkReadError extends Error {
+  constructor(
+    readonly info: NetworkErrorInfo,
+    readonly retryable: boolean,
+  ) {
+    super(`${info.code} ${info.title}`);
+    this.name = "NetworkReadError";
+  }
+}
+
+/** A business number (a sender) as the network knows it. */
+export interface BusinessNumber {
+  /** Digits with country code. */
+  phoneNumber: string;
+  /** Its WhatsApp phone number ID, or null. */
+  phoneNumberId: string | null;
+}
+
 /** A network-side status of an outbound message. */
 export type ReportedStatus = "sent" | "delivered" | "read" | "failed";
 
@@ -179,6 +203,20 @@ export interface NetworkAdapter {
    * @throws MediaFetchError (any other throw counts as a retryable outage).
    */
   fetchMedia(media: MediaReference): Promise<FetchedMedia>;
+  /**
+   * The throughput the network allows business number `number` now, in
+   * messages per second (WhatsApp: the number's throughput level, STANDARD 80
+   * and HIGH 1,000); null when the network states none for it (a level not
+   * applicable or unknown to the adapter, or no WhatsApp phone number ID to
+   * ask with). Optional: an adapter without it states none. The console
+   * reads it once, when a sender is created without its own throughput
+   * (README "Pacing").
+   *
+   * @throws NetworkReadError when the network cannot be asked or refuses the
+   *   question (any other throw counts as an outage); callers fall back to
+   *   WhatsApp's default.
+   */
+  readThroughput?(number: BusinessNumber): Promise<number | null>;
   /** Callback endpoints on the public port (WhatsApp's webhook). */
   readonly httpRoutes: readonly HttpRoute[];
   /** Stops timers (the simulator's pending reports). */

@@ -56,6 +56,8 @@ export interface SimulatorLimits {
    * @throws the database's error (the send then fails as an outage).
    */
   admit(from: string, to: string): Promise<NetworkErrorInfo | null>;
+  /** The throughput the simulated network holds sender number `from` at, in messages per second (heldThroughput). */
+  throughputOf(from: string): number;
 }
 
 /**
@@ -109,6 +111,7 @@ export function createSimulatorLimits(db: Db, clock: Clock, options: SimulatorLi
   }
 
   return {
+    throughputOf: (from) => heldThroughput(from, options.throughputMps),
     async admit(from, to) {
       const now = clock.now().getTime();
       const key = `${from}|${to}`;

@@ -105,7 +105,9 @@ const networkId = () => `wamid.SIM${randomBytes(18).toString("base64url")}`;
  * (a number's throughput, 130429; the pair rate, 131056: SimulatorLimits), and reports, after the configured delays,
  * "sent", "delivered" and "read" (only with read receipts on), some out of
  * order; test numbers fail, lose receipts, meet outages or repeat reports
- * (SIMULATOR_TEST_NUMBERS). The reports it will make are records in the
+ * (SIMULATOR_TEST_NUMBERS). With its limits on, it states the throughput it holds a number at (readThroughput),
+ * as WhatsApp states a number's throughput level, so that a sender created without one paces at it from the start;
+ * with them off it holds none and states none. The reports it will make are records in the
  * database (`simulator_reports`, a leased queue) stored before the send is
  * answered, and any worker process makes them when due: like a real
  * network's, they outlive the process that sent the message (README "The
@@ -227,6 +229,10 @@ export function createSimulator(options: SimulatorOptions, sink: ReportSink): Si
     async injectFlowResponse(original, responseJson) {
       return inject(original, { type: "flow_response", responseJson, body: "Sent" });
     },
+    // The limits' own figure (held by the digits; no phone number ID needed), the 20 of a number ending in 0020
+    // included, which WhatsApp's levels cannot state. Without limits it holds none and has nothing to state (a
+    // sender then starts at the default without a warning).
+    ...(options.limits ? { readThroughput: async (number: { phoneNumber: string }) => options.limits!.throughputOf(number.phoneNumber) } : {}),
     media: options.media,
     fetchMedia: (media) => options.media.fetch(media.id),
     start: () => queue.start(),

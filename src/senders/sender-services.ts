@@ -4,6 +4,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
   SenderSchema as ConsoleSenderSchema,
   SenderStatus as ConsoleSenderStatus,
+  ThroughputSource as ConsoleThroughputSource,
   type SenderQueueSchema,
   type SenderService as ConsoleSenderService,
 } from "../../gen/messaging/console/v1/senders_pb.js";
@@ -15,13 +16,64 @@ import { principalOf } from "../gateway/request-state.js";
 import { readUpdate } from "../contract/field-rules.js";
 import { enumValueFromJson } from "../contract/rest-json.js";
 import type { MessageStore } from "../messages/message-store.js";
+import type { BusinessNumber, NetworkAdapter } from "../network/network.js";
 import type { Clock } from "../shared/clock.js";
+import type { Logger } from "../shared/logger.js";
 import { apiError, notFound, violationsError } from "../shared/errors.js";
 import type { WorkspaceStore } from "../workspaces/workspace-store.js";
-import { DEFAULT_THROUGHPUT_MPS, SENDER_CHANGE_DELAY_MS, throughputOf, type SenderChanges, type SenderRecord, type SenderStore } from "./sender-store.js";
+import {
+  DEFAULT_THROUGHPUT_MPS,
+  SENDER_CHANGE_DELAY_MS,
+  throughputOf,
+  type SenderChanges,
+  type SenderRecord,
+  type SenderStore,
+  type ThroughputSource,
+} from "./sender-store.js";
 
 /** Fields UpdateSender may change (its update_mask paths). */
 const UPDATABLE = ["name", "throughput_mps"] as const;
+
+/** The range of a sender's throughput (messaging.console.v1.Sender.throughput_mps), in messages per second. */
+export const THROUGHPUT_MPS_RANGE = { min: 1, max: 1000 } as const;
+
+/** The console form of a ThroughputSource. */
+const THROUGHPUT_SOURCES: Record<ThroughputSource, ConsoleThroughputSource> = {
+  given: ConsoleThroughputSource.GIVEN,
+  network: ConsoleThroughputSource.NETWORK,
+  default: ConsoleThroughputSource.DEFAULT,
+};
+
+/**
+ * The throughput a sender created without one starts with (README "A sender's throughput"): the figure `network` states for its
+ * number (NetworkAdapter.readThroughput; with WhatsApp the number's throughput level), brought into
+ * THROUGHPUT_MPS_RANGE (a whole number, 1 to 1,000), source "network"; else WhatsApp's default,
+ * DEFAULT_THROUGHPUT_MPS, source "default". Never throws: a read that fails, or states none or no finite figure,
+ * is logged as a warning and gives the default, so that the network's answer never fails a sender's creation. An
+ * adapter without readThroughput states none, silently.
+ */
+export async function initialThroughput(
+  network: Pick<NetworkAdapter, "name" | "readThroughput">,
+  number: BusinessNumber,
+  logger: Logger,
+): Promise<{ throughputMps: number; source: ThroughputSource }> {
+  const fallback = { throughputMps: DEFAULT_THROUGHPUT_MPS, source: "default" as const };
+  if (!network.readThroughput) return fallback;
+  const where = { network: network.name, phoneNumber: number.phoneNumber, phoneNumberId: number.phoneNumberId, defaultMps: DEFAULT_THROUGHPUT_MPS };
+  let stated: number | null;
+  try {
+    stated = await network.readThroughput(number);
+  } catch (err) {
+    logger.warn({ ...where, err }, "sender created at the default throughput: the network's throughput of the number could not be read");
+    return fallback;
+  }
+  if (stated === null || !Number.isFinite(stated)) {
+    logger.warn({ ...where, stated }, "sender created at the default throughput: the network states no throughput for the number");
+    return fallback;
+  }
+  const throughputMps = Math.min(THROUGHPUT_MPS_RANGE.max, Math.max(THROUGHPUT_MPS_RANGE.min, Math.floor(stated)));
+  return { throughputMps, source: "network" };
+}
 
 /** The window of a sender's rate actually sent (SenderQueue.sent_last_minute_count), in ms. */
 export const SENT_RATE_WINDOW_MS = 60_000;
@@ -81,6 +133,7 @@ export function consoleSenderToProto(record: SenderRecord, queue?: MessageInitSh
     createdAt: timestampFromDate(record.created_at),
     archivedAt: record.archived_at ? timestampFromDate(record.archived_at) : undefined,
     throughputMps: throughputOf(record),
+    throughputSource: record.throughput_source ? THROUGHPUT_SOURCES[record.throughput_source] : ConsoleThroughputSource.UNSPECIFIED,
     queue,
   };
 }
@@ -102,25 +155,36 @@ export function createPublicSenderService(senders: SenderStore): Partial<Service
  * Handlers of messaging.console.v1.SenderService: create (phone number 8 to
  * 15 digits with country code, unique among the workspace's active senders;
  * name 1 to 200 characters; optional WhatsApp phone number ID of digits;
- * throughput 1 to 1,000 messages per second, 80 unless given),
+ * throughput 1 to 1,000 messages per second: unless given, the network's
+ * figure for the number, else 80 (initialThroughput)),
  * list, get (with its queue, readSenderQueue), update of name and throughput
  * (AIP-134 update mask; dispatch in other processes sees it within
  * SENDER_CHANGE_DELAY_MS; a raised throughput makes the messages sent back
  * to wait under the old one due once every process has it), archive
- * (idempotent).
+ * (idempotent). `network` is the adapter NETWORK chooses: the one asked for
+ * a new number's throughput.
  */
 export function createConsoleSenderService(deps: {
   senders: SenderStore;
   messages: Pick<MessageStore, "queuedBySender" | "countSentSince" | "releaseQueued">;
   workspaces: WorkspaceStore;
+  network: Pick<NetworkAdapter, "name" | "readThroughput">;
   clock: Clock;
+  logger: Logger;
 }): Partial<ServiceImpl<typeof ConsoleSenderService>> {
-  const { senders, workspaces, messages, clock } = deps;
+  const { senders, workspaces, messages, network, clock, logger } = deps;
   return {
     async createSender(req, context) {
       const name = req.name.trim();
       await requireWorkspace(workspaces, req.workspaceId);
       requireWorkspaceAccess(context, req.workspaceId, "write");
+      const whatsappPhoneNumberId = req.whatsappPhoneNumberId || null;
+      // A throughput given wins; without one, the network's figure for the number (README "A sender's throughput"),
+      // read before the check of the number's uniqueness so that the read's wait does not stand between the check
+      // and the insert.
+      const { throughputMps, source } = req.throughputMps
+        ? { throughputMps: req.throughputMps, source: "given" as const }
+        : await initialThroughput(network, { phoneNumber: req.phoneNumber, phoneNumberId: whatsappPhoneNumberId }, logger);
       if (await senders.findActiveByPhone(req.workspaceId, req.phoneNumber)) {
         throw apiError("conflict", `The workspace already has an active sender with phone number ${req.phoneNumber}`, {
           field: "phone_number",
@@ -130,8 +194,9 @@ export function createConsoleSenderService(deps: {
         workspaceId: req.workspaceId,
         phoneNumber: req.phoneNumber,
         name,
-        whatsappPhoneNumberId: req.whatsappPhoneNumberId || null,
-        throughputMps: req.throughputMps || DEFAULT_THROUGHPUT_MPS,
+        whatsappPhoneNumberId,
+        throughputMps,
+        throughputSource: source,
       });
       return { sender: consoleSenderToProto(record) };
     },
@@ -157,7 +222,10 @@ export function createConsoleSenderService(deps: {
       if (violations.length > 0) throw violationsError(violations);
       const changes: SenderChanges = {};
       if (paths.includes("name")) changes.name = input.name.trim();
-      if (paths.includes("throughput_mps")) changes.throughput_mps = input.throughputMps;
+      if (paths.includes("throughput_mps")) {
+        changes.throughput_mps = input.throughputMps;
+        changes.throughput_source = "given";
+      }
       const record = await senders.update(id, changes);
       if (!record) throw notFound("sender", id);
       // A raised rate: the messages waiting for a turn under the old one take a turn at the new one, once every

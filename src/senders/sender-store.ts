@@ -20,6 +20,8 @@ export interface SenderRecord {
   archived_at: Date | null;
   /** Messages per second the network takes from the number (README "Pacing"); absent on senders of earlier releases: DEFAULT_THROUGHPUT_MPS. */
   throughput_mps?: number;
+  /** Where throughput_mps came from (ThroughputSource); absent on senders of earlier releases. */
+  throughput_source?: ThroughputSource;
   /**
    * The network's refusals of this number's sends since it was created, by the network's error code ("130429",
    * "131056", …): how many, and the last one's time. Written only when a send is refused (countRefusal), shared by
@@ -36,10 +38,19 @@ export interface SenderRecord {
  */
 export const SENDER_CHANGE_DELAY_MS = RECORD_CACHE_TTL_MS;
 
-/** The fields UpdateSender changes (SenderStore.update). */
+/**
+ * Where a sender's throughput came from (messaging.console.v1.ThroughputSource): "given" in CreateSender or
+ * UpdateSender; "network", stated by the network adapter when the sender was created without one
+ * (NetworkAdapter.readThroughput); "default", DEFAULT_THROUGHPUT_MPS, when the network stated none or could not be
+ * asked.
+ */
+export type ThroughputSource = "given" | "network" | "default";
+
+/** The fields UpdateSender changes (SenderStore.update); a throughput it changes is "given". */
 export interface SenderChanges {
   name?: string;
   throughput_mps?: number;
+  throughput_source?: ThroughputSource;
 }
 
 /** WhatsApp's default throughput of a business number, in messages per second. */
@@ -54,7 +65,14 @@ export function throughputOf(sender: Pick<SenderRecord, "throughput_mps">): numb
 export interface SenderStore {
   readonly collection: Collection<SenderRecord>;
   /** Creates an active sender; the caller has validated the input. */
-  create(input: { workspaceId: string; phoneNumber: string; name: string; whatsappPhoneNumberId: string | null; throughputMps: number }): Promise<SenderRecord>;
+  create(input: {
+    workspaceId: string;
+    phoneNumber: string;
+    name: string;
+    whatsappPhoneNumberId: string | null;
+    throughputMps: number;
+    throughputSource: ThroughputSource;
+  }): Promise<SenderRecord>;
   /** The sender with `id`, or null; cached (see createRecordCache): changes made elsewhere show within a second. */
   get(id: string): Promise<SenderRecord | null>;
   /** The sender with `id` as stored now, or null: not cached (GetSender shows its refusal counts as written). */
@@ -114,6 +132,7 @@ export function createSenderStore(db: Db, clock: Clock): SenderStore {
         created_at: clock.now(),
         archived_at: null,
         throughput_mps: input.throughputMps,
+        throughput_source: input.throughputSource,
       };
       await collection.insertOne(record);
       return record;

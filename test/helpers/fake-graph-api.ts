@@ -28,11 +28,20 @@ export type FakeMedium = { bytes: Buffer; mimeType: string; sha256?: string; /**
  * `{"messaging_product","url","mime_type","sha256","file_size","id"}`, and GET of that url
  * with the same bearer token answers the bytes (401 without it, 404 for unknown ids);
  * `/cdn/{name}` serves `cdn` entries without a token (WhatsApp's CDN).
+ * A business phone number's throughput level, the node's `throughput` field
+ * (https://developers.facebook.com/documentation/business-messaging/whatsapp/throughput):
+ * GET /{version}/{phone-number-id}?fields=throughput with the bearer token answers
+ * `{"throughput":{"level":"STANDARD"},"id":"…"}` with the level put in `throughput`
+ * under the id, or the answer put there (errors, outages); 401 (code 190) without
+ * the token, and for an id not put there 400 (code 100), as Graph answers for an
+ * object that does not exist.
  */
 export async function startFakeGraphApi(answer?: (req: GraphRequest, calls: number) => GraphAnswer | undefined) {
   const requests: GraphRequest[] = [];
   const media = new Map<string, FakeMedium>();
   const cdn = new Map<string, Buffer>();
+  /** By phone number ID: its throughput level ("STANDARD", "HIGH", "NOT_APPLICABLE"), or what to answer instead. */
+  const throughput = new Map<string, string | GraphAnswer>();
   let next = 0;
   let base = "";
   const server: Server = createServer((req: IncomingMessage, res) => {
@@ -43,6 +52,20 @@ export async function startFakeGraphApi(answer?: (req: GraphRequest, calls: numb
         res.end(body);
       };
       const path = req.url ?? "";
+      const level = /^\/v[\d.]+\/([^/?]+)\?fields=throughput$/.exec(path);
+      if (level) {
+        const id = decodeURIComponent(level[1]!);
+        if (req.headers.authorization !== "Bearer EAAG-test-access-token") {
+          return send(401, "application/json", JSON.stringify({ error: { message: "Invalid OAuth access token", type: "OAuthException", code: 190 } }));
+        }
+        const known = throughput.get(id);
+        if (known === undefined) {
+          const message = `Unsupported get request. Object with ID '${id}' does not exist, cannot be loaded due to missing permissions, or does not support this operation.`;
+          return send(400, "application/json", JSON.stringify({ error: { message, type: "GraphMethodException", code: 100, error_subcode: 33, fbtrace_id: "AbC" } }));
+        }
+        if (typeof known !== "string") return send(known.status, "application/json", JSON.stringify(known.body));
+        return send(200, "application/json", JSON.stringify({ throughput: { level: known }, id }));
+      }
       const cdnFile = /^\/cdn\/(.+)$/.exec(path);
       if (cdnFile) return cdn.has(cdnFile[1]!) ? send(200, "application/octet-stream", cdn.get(cdnFile[1]!)!) : send(404, "text/plain", "not found");
       const download = /^\/media-download\/([^/?]+)/.exec(path);
@@ -90,6 +113,7 @@ export async function startFakeGraphApi(answer?: (req: GraphRequest, calls: numb
     requests,
     media,
     cdn,
+    throughput,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

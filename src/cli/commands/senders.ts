@@ -41,7 +41,7 @@ export function senderCommands(ctx: CliContext): Command {
     .requiredOption("--phone-number <digits>", "the number, digits with country code, for example 4915112345678")
     .requiredOption("--name <name>", "name of the sender")
     .option("--whatsapp-phone-number-id <id>", "its phone number ID on the WhatsApp Cloud API", "")
-    .option("--throughput-mps <n>", "messages per second the network takes from it, 1 to 1000 (default 80)")
+    .option("--throughput-mps <n>", "messages per second the network takes from it, 1 to 1000 (default: the network's figure for the number, else 80)")
     .option("--json", "print JSON")
     .action(async (o: { workspace: string; phoneNumber: string; name: string; whatsappPhoneNumberId: string; throughputMps?: string; json?: boolean }) => {
       const { sender } = await ctx.client(SenderService).createSender({

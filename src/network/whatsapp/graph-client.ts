@@ -1,4 +1,4 @@
-import { NetworkSendError, type NetworkErrorInfo, type OutboundTemplateMessage } from "../network.js";
+import { NetworkReadError, NetworkSendError, type NetworkErrorInfo, type OutboundTemplateMessage } from "../network.js";
 
 /** Where and how to reach the Graph API (WHATSAPP_* configuration). */
 export interface GraphOptions {
@@ -64,15 +64,23 @@ export function templateSendBody(message: OutboundTemplateMessage): Record<strin
   };
 }
 
-/** The error of a Graph API error answer: `{"error":{"message","type","code","error_data":{"details"}}}`. */
-function graphError(status: number, body: unknown): NetworkSendError {
+/**
+ * The error of a Graph API error answer, `{"error":{"message","type","code","error_data":{"details"}}}`, and whether
+ * asking again may succeed: not for FINAL_GRAPH_CODES; for HTTP 5xx, 429 and RETRYABLE_GRAPH_CODES.
+ */
+function graphErrorOf(status: number, body: unknown): { info: NetworkErrorInfo; retryable: boolean } {
   const error = (body as { error?: { code?: unknown; message?: unknown; error_user_title?: unknown } } | null)?.error;
   const code = typeof error?.code === "number" ? error.code : 0;
   const message = typeof error?.message === "string" ? error.message : `HTTP ${status}`;
   // Messages read "(#131026) Message Undeliverable."; the title is the text after the code.
   const title = typeof error?.error_user_title === "string" ? error.error_user_title : message.replace(/^\(#\d+\)\s*/, "").replace(/\.$/, "");
-  const info: NetworkErrorInfo = { code, title };
-  return new NetworkSendError(info, !FINAL_GRAPH_CODES.has(code) && (status >= 500 || status === 429 || RETRYABLE_GRAPH_CODES.has(code)));
+  return { info: { code, title }, retryable: !FINAL_GRAPH_CODES.has(code) && (status >= 500 || status === 429 || RETRYABLE_GRAPH_CODES.has(code)) };
+}
+
+/** The send error of a Graph API error answer (graphErrorOf). */
+function graphError(status: number, body: unknown): NetworkSendError {
+  const { info, retryable } = graphErrorOf(status, body);
+  return new NetworkSendError(info, retryable);
 }
 
 /**
@@ -111,4 +119,48 @@ export async function sendTemplate(options: GraphOptions, message: OutboundTempl
     throw new NetworkSendError({ code: 0, title: "Graph API answer without a message id" }, true);
   }
   return id;
+}
+
+/**
+ * Messages per second of the throughput levels Meta documents for a business phone number
+ * (https://developers.facebook.com/documentation/business-messaging/whatsapp/throughput): STANDARD, the default,
+ * 80; HIGH, after Meta's automatic upgrade, 1,000. NOT_APPLICABLE, and any level not listed here, states none.
+ */
+export const THROUGHPUT_LEVEL_MPS: ReadonlyMap<string, number> = new Map([
+  ["STANDARD", 80],
+  ["HIGH", 1000],
+]);
+
+/**
+ * Reads the throughput of the business phone number `phoneNumberId` from the Cloud API: `GET
+ * /{version}/{phone-number-id}?fields=throughput` with the access token answers
+ * `{"throughput":{"level":"STANDARD"},"id":"…"}` (the WhatsApp Business Phone Number node's `throughput` field,
+ * https://developers.facebook.com/documentation/business-messaging/whatsapp/throughput). Resolves to the level's
+ * messages per second (THROUGHPUT_LEVEL_MPS), or null for NOT_APPLICABLE, a level not listed there or an answer
+ * without one.
+ *
+ * @throws NetworkReadError: retryable for timeouts, connection errors, HTTP 5xx and 429 and RETRYABLE_GRAPH_CODES;
+ *   permanent for other error answers (for example 100 Invalid parameter for an unknown id, 190 for a wrong token).
+ */
+export async function readThroughput(options: GraphOptions, phoneNumberId: string): Promise<number | null> {
+  const url = `${options.baseUrl}/${options.version}/${encodeURIComponent(phoneNumberId)}?fields=throughput`;
+  let res: Response;
+  try {
+    res = await fetch(url, { headers: { authorization: `Bearer ${options.accessToken}` }, signal: AbortSignal.timeout(options.timeoutMs) });
+  } catch (err) {
+    throw new NetworkReadError({ code: 0, title: `Graph API unreachable: ${(err as Error).message}` }, true);
+  }
+  const text = await res.text().catch(() => "");
+  let body: unknown = null;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: judged by the status below
+  }
+  if (!res.ok) {
+    const { info, retryable } = graphErrorOf(res.status, body);
+    throw new NetworkReadError(info, retryable);
+  }
+  const level = (body as { throughput?: { level?: unknown } } | null)?.throughput?.level;
+  return typeof level === "string" ? (THROUGHPUT_LEVEL_MPS.get(level) ?? null) : null;
 }

@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file messaging/console/v1/senders.proto.
  */
 export const file_messaging_console_v1_senders: GenFile = /*@__PURE__*/
-  fileDesc("CiJtZXNzYWdpbmcvY29uc29sZS92MS9zZW5kZXJzLnByb3RvEhRtZXNzYWdpbmcuY29uc29sZS52MSLQAwoGU2VuZGVyEg8KAmlkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSGQoMd29ya3NwYWNlX2lkGAMgASgJQgPgQQUSGQoMcGhvbmVfbnVtYmVyGAQgASgJQgPgQQUSHwoEbmFtZRgFIAEoCUIR4EEBukgLcgngtRgBEAEYyAESNwoGc3RhdHVzGAYgASgOMiIubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyU3RhdHVzQgPgQQMSKgoYd2hhdHNhcHBfcGhvbmVfbnVtYmVyX2lkGAcgASgJQgPgQQVIAIgBARIzCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjQKC2FyY2hpdmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEiUKDnRocm91Z2hwdXRfbXBzGAogASgFQg3gQQG6SAcaBRjoBygBEjUKBXF1ZXVlGAsgASgLMiEubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyUXVldWVCA+BBA0IbChlfd2hhdHNhcHBfcGhvbmVfbnVtYmVyX2lkIvUCCgtTZW5kZXJRdWV1ZRIaCg1tZXNzYWdlX2NvdW50GAEgASgFQgPgQQMSOQoQb2xkZXN0X3F1ZXVlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIgChNvbGRlc3Rfd2FpdF9zZWNvbmRzGAMgASgBQgPgQQMSPQoHcmVhc29ucxgEIAMoCzInLm1lc3NhZ2luZy5jb25zb2xlLnYxLlF1ZXVlZFJlYXNvbkNvdW50QgPgQQMSHAoPc2NoZWR1bGVkX2NvdW50GAUgASgFQgPgQQMSIwoWc2VudF9sYXN0X21pbnV0ZV9jb3VudBgGIAEoBUID4EEDEiEKFHNlbnRfbGFzdF9taW51dGVfbXBzGAcgASgBQgPgQQMSSAoQbmV0d29ya19yZWZ1c2FscxgIIAMoCzIpLm1lc3NhZ2luZy5jb25zb2xlLnYxLk5ldHdvcmtSZWZ1c2FsQ291bnRCA+BBAyJgChFRdWV1ZWRSZWFzb25Db3VudBIvCgZyZWFzb24YASABKA4yGi5tZXNzYWdpbmcudjEuUXVldWVkUmVhc29uQgPgQQMSGgoNbWVzc2FnZV9jb3VudBgCIAEoBUID4EEDInYKE05ldHdvcmtSZWZ1c2FsQ291bnQSEQoEY29kZRgBIAEoBUID4EEDEhIKBWNvdW50GAIgASgFQgPgQQMSOAoPbGFzdF9yZWZ1c2VkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDItUBChNDcmVhdGVTZW5kZXJSZXF1ZXN0EhkKDHdvcmtzcGFjZV9pZBgBIAEoCUID4EECEiUKDHBob25lX251bWJlchgCIAEoCUIP4EECukgJyAEBcgTQtRgBEh8KBG5hbWUYAyABKAlCEeBBArpIC3IJ4LUYARABGMgBEjEKGHdoYXRzYXBwX3Bob25lX251bWJlcl9pZBgEIAEoCUIP4EEBukgJ2AEBcgTwtRgBEigKDnRocm91Z2hwdXRfbXBzGAUgASgFQhDgQQG6SArYAQEaBRjoBygBIkQKFENyZWF0ZVNlbmRlclJlc3BvbnNlEiwKBnNlbmRlchgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlciJnChJMaXN0U2VuZGVyc1JlcXVlc3QSGQoMd29ya3NwYWNlX2lkGAEgASgJQgPgQQISHQoJcGFnZV9zaXplGAIgASgFQgrgQQG6SAQaAigAEhcKCnBhZ2VfdG9rZW4YAyABKAlCA+BBASKSAQoTTGlzdFNlbmRlcnNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSKgoEZGF0YRgCIAMoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlchINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIicKFEFyY2hpdmVTZW5kZXJSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiRQoVQXJjaGl2ZVNlbmRlclJlc3BvbnNlEiwKBnNlbmRlchgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlciIjChBHZXRTZW5kZXJSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiQQoRR2V0U2VuZGVyUmVzcG9uc2USLAoGc2VuZGVyGAEgASgLMhwubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyIoQBChNVcGRhdGVTZW5kZXJSZXF1ZXN0EjcKBnNlbmRlchgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlckIJ4EECukgD2AEDEjQKC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFza0ID4EEBIkQKFFVwZGF0ZVNlbmRlclJlc3BvbnNlEiwKBnNlbmRlchgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlcipjCgxTZW5kZXJTdGF0dXMSHQoZU0VOREVSX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFFNFTkRFUl9TVEFUVVNfQUNUSVZFEAESGgoWU0VOREVSX1NUQVRVU19BUkNISVZFRBACMp8GCg1TZW5kZXJTZXJ2aWNlEqcBCgxDcmVhdGVTZW5kZXISKS5tZXNzYWdpbmcuY29uc29sZS52MS5DcmVhdGVTZW5kZXJSZXF1ZXN0GioubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlYXRlU2VuZGVyUmVzcG9uc2UiQILT5JMCOjoBKmIGc2VuZGVyIi0vY29uc29sZS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3NlbmRlcnMSmQEKC0xpc3RTZW5kZXJzEigubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdFNlbmRlcnNSZXF1ZXN0GikubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdFNlbmRlcnNSZXNwb25zZSI1gtPkkwIvEi0vY29uc29sZS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3NlbmRlcnMShgEKCUdldFNlbmRlchImLm1lc3NhZ2luZy5jb25zb2xlLnYxLkdldFNlbmRlclJlcXVlc3QaJy5tZXNzYWdpbmcuY29uc29sZS52MS5HZXRTZW5kZXJSZXNwb25zZSIogtPkkwIiYgZzZW5kZXISGC9jb25zb2xlL3YxL3NlbmRlcnMve2lkfRKeAQoMVXBkYXRlU2VuZGVyEikubWVzc2FnaW5nLmNvbnNvbGUudjEuVXBkYXRlU2VuZGVyUmVxdWVzdBoqLm1lc3NhZ2luZy5jb25zb2xlLnYxLlVwZGF0ZVNlbmRlclJlc3BvbnNlIjeC0+STAjE6BnNlbmRlcmIGc2VuZGVyMh8vY29uc29sZS92MS9zZW5kZXJzL3tzZW5kZXIuaWR9Ep0BCg1BcmNoaXZlU2VuZGVyEioubWVzc2FnaW5nLmNvbnNvbGUudjEuQXJjaGl2ZVNlbmRlclJlcXVlc3QaKy5tZXNzYWdpbmcuY29uc29sZS52MS5BcmNoaXZlU2VuZGVyUmVzcG9uc2UiM4LT5JMCLToBKmIGc2VuZGVyIiAvY29uc29sZS92MS9zZW5kZXJzL3tpZH06YXJjaGl2ZWIGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_timestamp, file_google_protobuf_field_mask, file_messaging_v1_field_rules, file_messaging_v1_messages]);
+  fileDesc("CiJtZXNzYWdpbmcvY29uc29sZS92MS9zZW5kZXJzLnByb3RvEhRtZXNzYWdpbmcuY29uc29sZS52MSKYBAoGU2VuZGVyEg8KAmlkGAEgASgJQgPgQQMSEwoGb2JqZWN0GAIgASgJQgPgQQMSGQoMd29ya3NwYWNlX2lkGAMgASgJQgPgQQUSGQoMcGhvbmVfbnVtYmVyGAQgASgJQgPgQQUSHwoEbmFtZRgFIAEoCUIR4EEBukgLcgngtRgBEAEYyAESNwoGc3RhdHVzGAYgASgOMiIubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyU3RhdHVzQgPgQQMSKgoYd2hhdHNhcHBfcGhvbmVfbnVtYmVyX2lkGAcgASgJQgPgQQVIAIgBARIzCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjQKC2FyY2hpdmVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEiUKDnRocm91Z2hwdXRfbXBzGAogASgFQg3gQQG6SAcaBRjoBygBEjUKBXF1ZXVlGAsgASgLMiEubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyUXVldWVCA+BBAxJGChF0aHJvdWdocHV0X3NvdXJjZRgMIAEoDjImLm1lc3NhZ2luZy5jb25zb2xlLnYxLlRocm91Z2hwdXRTb3VyY2VCA+BBA0IbChlfd2hhdHNhcHBfcGhvbmVfbnVtYmVyX2lkIvUCCgtTZW5kZXJRdWV1ZRIaCg1tZXNzYWdlX2NvdW50GAEgASgFQgPgQQMSOQoQb2xkZXN0X3F1ZXVlZF9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIgChNvbGRlc3Rfd2FpdF9zZWNvbmRzGAMgASgBQgPgQQMSPQoHcmVhc29ucxgEIAMoCzInLm1lc3NhZ2luZy5jb25zb2xlLnYxLlF1ZXVlZFJlYXNvbkNvdW50QgPgQQMSHAoPc2NoZWR1bGVkX2NvdW50GAUgASgFQgPgQQMSIwoWc2VudF9sYXN0X21pbnV0ZV9jb3VudBgGIAEoBUID4EEDEiEKFHNlbnRfbGFzdF9taW51dGVfbXBzGAcgASgBQgPgQQMSSAoQbmV0d29ya19yZWZ1c2FscxgIIAMoCzIpLm1lc3NhZ2luZy5jb25zb2xlLnYxLk5ldHdvcmtSZWZ1c2FsQ291bnRCA+BBAyJgChFRdWV1ZWRSZWFzb25Db3VudBIvCgZyZWFzb24YASABKA4yGi5tZXNzYWdpbmcudjEuUXVldWVkUmVhc29uQgPgQQMSGgoNbWVzc2FnZV9jb3VudBgCIAEoBUID4EEDInYKE05ldHdvcmtSZWZ1c2FsQ291bnQSEQoEY29kZRgBIAEoBUID4EEDEhIKBWNvdW50GAIgASgFQgPgQQMSOAoPbGFzdF9yZWZ1c2VkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDItUBChNDcmVhdGVTZW5kZXJSZXF1ZXN0EhkKDHdvcmtzcGFjZV9pZBgBIAEoCUID4EECEiUKDHBob25lX251bWJlchgCIAEoCUIP4EECukgJyAEBcgTQtRgBEh8KBG5hbWUYAyABKAlCEeBBArpIC3IJ4LUYARABGMgBEjEKGHdoYXRzYXBwX3Bob25lX251bWJlcl9pZBgEIAEoCUIP4EEBukgJ2AEBcgTwtRgBEigKDnRocm91Z2hwdXRfbXBzGAUgASgFQhDgQQG6SArYAQEaBRjoBygBIkQKFENyZWF0ZVNlbmRlclJlc3BvbnNlEiwKBnNlbmRlchgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlciJnChJMaXN0U2VuZGVyc1JlcXVlc3QSGQoMd29ya3NwYWNlX2lkGAEgASgJQgPgQQISHQoJcGFnZV9zaXplGAIgASgFQgrgQQG6SAQaAigAEhcKCnBhZ2VfdG9rZW4YAyABKAlCA+BBASKSAQoTTGlzdFNlbmRlcnNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSKgoEZGF0YRgCIAMoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlchINCgV0b3RhbBgDIAEoBRIcCg9uZXh0X3BhZ2VfdG9rZW4YBCABKAlIAIgBAUISChBfbmV4dF9wYWdlX3Rva2VuIicKFEFyY2hpdmVTZW5kZXJSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiRQoVQXJjaGl2ZVNlbmRlclJlc3BvbnNlEiwKBnNlbmRlchgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlciIjChBHZXRTZW5kZXJSZXF1ZXN0Eg8KAmlkGAEgASgJQgPgQQIiQQoRR2V0U2VuZGVyUmVzcG9uc2USLAoGc2VuZGVyGAEgASgLMhwubWVzc2FnaW5nLmNvbnNvbGUudjEuU2VuZGVyIoQBChNVcGRhdGVTZW5kZXJSZXF1ZXN0EjcKBnNlbmRlchgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlckIJ4EECukgD2AEDEjQKC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFza0ID4EEBIkQKFFVwZGF0ZVNlbmRlclJlc3BvbnNlEiwKBnNlbmRlchgBIAEoCzIcLm1lc3NhZ2luZy5jb25zb2xlLnYxLlNlbmRlciqQAQoQVGhyb3VnaHB1dFNvdXJjZRIhCh1USFJPVUdIUFVUX1NPVVJDRV9VTlNQRUNJRklFRBAAEhsKF1RIUk9VR0hQVVRfU09VUkNFX0dJVkVOEAESHQoZVEhST1VHSFBVVF9TT1VSQ0VfTkVUV09SSxACEh0KGVRIUk9VR0hQVVRfU09VUkNFX0RFRkFVTFQQAypjCgxTZW5kZXJTdGF0dXMSHQoZU0VOREVSX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFFNFTkRFUl9TVEFUVVNfQUNUSVZFEAESGgoWU0VOREVSX1NUQVRVU19BUkNISVZFRBACMp8GCg1TZW5kZXJTZXJ2aWNlEqcBCgxDcmVhdGVTZW5kZXISKS5tZXNzYWdpbmcuY29uc29sZS52MS5DcmVhdGVTZW5kZXJSZXF1ZXN0GioubWVzc2FnaW5nLmNvbnNvbGUudjEuQ3JlYXRlU2VuZGVyUmVzcG9uc2UiQILT5JMCOjoBKmIGc2VuZGVyIi0vY29uc29sZS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3NlbmRlcnMSmQEKC0xpc3RTZW5kZXJzEigubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdFNlbmRlcnNSZXF1ZXN0GikubWVzc2FnaW5nLmNvbnNvbGUudjEuTGlzdFNlbmRlcnNSZXNwb25zZSI1gtPkkwIvEi0vY29uc29sZS92MS93b3Jrc3BhY2VzL3t3b3Jrc3BhY2VfaWR9L3NlbmRlcnMShgEKCUdldFNlbmRlchImLm1lc3NhZ2luZy5jb25zb2xlLnYxLkdldFNlbmRlclJlcXVlc3QaJy5tZXNzYWdpbmcuY29uc29sZS52MS5HZXRTZW5kZXJSZXNwb25zZSIogtPkkwIiYgZzZW5kZXISGC9jb25zb2xlL3YxL3NlbmRlcnMve2lkfRKeAQoMVXBkYXRlU2VuZGVyEikubWVzc2FnaW5nLmNvbnNvbGUudjEuVXBkYXRlU2VuZGVyUmVxdWVzdBoqLm1lc3NhZ2luZy5jb25zb2xlLnYxLlVwZGF0ZVNlbmRlclJlc3BvbnNlIjeC0+STAjE6BnNlbmRlcmIGc2VuZGVyMh8vY29uc29sZS92MS9zZW5kZXJzL3tzZW5kZXIuaWR9Ep0BCg1BcmNoaXZlU2VuZGVyEioubWVzc2FnaW5nLmNvbnNvbGUudjEuQXJjaGl2ZVNlbmRlclJlcXVlc3QaKy5tZXNzYWdpbmcuY29uc29sZS52MS5BcmNoaXZlU2VuZGVyUmVzcG9uc2UiM4LT5JMCLToBKmIGc2VuZGVyIiAvY29uc29sZS92MS9zZW5kZXJzL3tpZH06YXJjaGl2ZWIGcHJvdG8z", [file_buf_validate_validate, file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_timestamp, file_google_protobuf_field_mask, file_messaging_v1_field_rules, file_messaging_v1_messages]);
 
 /**
  * A sender as the console sees it.
@@ -97,7 +97,8 @@ export type Sender = Message<"messaging.console.v1.Sender"> & {
    * 1,000 once Meta upgrades it). Dispatch paces the number's messages at this
    * rate at most, lower while the network refuses some for throughput (README
    * "Pacing"). 1 to 1,000; UpdateSender changes it (Meta upgraded the number,
-   * or it is shared with the WhatsApp Business app now).
+   * or it is shared with the WhatsApp Business app now). throughput_source
+   * says where it came from.
    *
    * @generated from field: int32 throughput_mps = 10;
    */
@@ -112,6 +113,19 @@ export type Sender = Message<"messaging.console.v1.Sender"> & {
    * @generated from field: messaging.console.v1.SenderQueue queue = 11;
    */
   queue?: SenderQueue | undefined;
+
+  /**
+   * Where throughput_mps came from: "given" (CreateSender's or UpdateSender's
+   * value), "network" (read from the network when the sender was created
+   * without one: with NETWORK=whatsapp the number's throughput level) or
+   * "default" (WhatsApp's default, 80: created without one, and the network
+   * stated none or could not be asked). Read once, at creation: a later
+   * change of the number's level at Meta shows only through UpdateSender.
+   * Null for senders created before the service recorded it.
+   *
+   * @generated from field: messaging.console.v1.ThroughputSource throughput_source = 12;
+   */
+  throughputSource: ThroughputSource;
 };
 
 /**
@@ -303,9 +317,12 @@ export type CreateSenderRequest = Message<"messaging.console.v1.CreateSenderRequ
   whatsappPhoneNumberId: string;
 
   /**
-   * Messages per second the network takes from this number, 1 to 1,000; 0 or
-   * unset means WhatsApp's default, 80 (20 for a number shared with the
-   * WhatsApp Business app, 1,000 once upgraded).
+   * Messages per second the network takes from this number, 1 to 1,000
+   * (WhatsApp: 80 by default, 20 for a number shared with the WhatsApp
+   * Business app, 1,000 once upgraded). 0 or unset: the figure the network
+   * states for the number (with NETWORK=whatsapp its throughput level, read
+   * with the WhatsApp phone number ID), else WhatsApp's default, 80; a failed
+   * read never fails the creation (README "Pacing").
    *
    * @generated from field: int32 throughput_mps = 5;
    */
@@ -554,6 +571,49 @@ export const UpdateSenderResponseSchema: GenMessage<UpdateSenderResponse> = /*@_
   messageDesc(file_messaging_console_v1_senders, 13);
 
 /**
+ * Where a sender's throughput_mps came from. In JSON: "given", "network",
+ * "default".
+ *
+ * @generated from enum messaging.console.v1.ThroughputSource
+ */
+export enum ThroughputSource {
+  /**
+   * Not recorded (a sender created before the service recorded it).
+   *
+   * @generated from enum value: THROUGHPUT_SOURCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Given in CreateSender or UpdateSender.
+   *
+   * @generated from enum value: THROUGHPUT_SOURCE_GIVEN = 1;
+   */
+  GIVEN = 1,
+
+  /**
+   * Stated by the network when the sender was created (WhatsApp: the
+   * number's throughput level, STANDARD 80, HIGH 1,000).
+   *
+   * @generated from enum value: THROUGHPUT_SOURCE_NETWORK = 2;
+   */
+  NETWORK = 2,
+
+  /**
+   * WhatsApp's default, 80: the network stated none or could not be asked.
+   *
+   * @generated from enum value: THROUGHPUT_SOURCE_DEFAULT = 3;
+   */
+  DEFAULT = 3,
+}
+
+/**
+ * Describes the enum messaging.console.v1.ThroughputSource.
+ */
+export const ThroughputSourceSchema: GenEnum<ThroughputSource> = /*@__PURE__*/
+  enumDesc(file_messaging_console_v1_senders, 0);
+
+/**
  * Lifecycle of a sender. In JSON: "active", "archived".
  *
  * @generated from enum messaging.console.v1.SenderStatus
@@ -585,7 +645,7 @@ export enum SenderStatus {
  * Describes the enum messaging.console.v1.SenderStatus.
  */
 export const SenderStatusSchema: GenEnum<SenderStatus> = /*@__PURE__*/
-  enumDesc(file_messaging_console_v1_senders, 0);
+  enumDesc(file_messaging_console_v1_senders, 1);
 
 /**
  * SenderService manages the sender numbers of a workspace: the phone numbers
