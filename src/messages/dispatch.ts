@@ -104,9 +104,9 @@ export interface Dispatcher {
   drain(): Promise<void>;
   /**
    * Graceful shutdown: messages not yet begun are left (their leases lapse
-   * and another process takes them over), messages waiting for their turn
-   * end without a claim, and claimed messages go on to their network call,
-   * awaited, so that a stop never leaves a claim behind.
+   * and another process takes them over) and running network calls are
+   * awaited, so that a stop never leaves a claim behind; attempts waiting
+   * for one of the DISPATCH_CONCURRENCY slots end without calling.
    */
   stop(): Promise<void>;
 }
@@ -122,9 +122,8 @@ export interface Dispatcher {
  *    DISPATCH_LEASE_MARGIN_MS left when the claim was written: no other
  *    process can have taken the message over by then, so only it ever calls
  *    the network for the message;
- * 2. calls the network with what was fixed at acceptance, spaced again at
- *    its sender's rate (Pacer.handOver), at most DISPATCH_CONCURRENCY calls
- *    in flight per process;
+ * 2. calls the network with what was fixed at acceptance (at most
+ *    DISPATCH_CONCURRENCY calls in flight per process);
  * 3. accepted: records the network's id and "sent", and completes the lease,
  *    in one update (through the inbound path, which fires message.sent);
  * 4. permanent refusal: "failed" with the network's error (refunded);
@@ -228,8 +227,10 @@ export function createDispatcher(deps: {
           queue.wakeAt(turn.at);
           return;
         }
+        // Spaced again at its sender's rate, after the waits of its turn (README "Pacing").
+        await pacer.handOver(sender._id);
       }
-      next = await attempt(current, lease);
+      next = await limit(() => attempt(current, lease));
     }
   }
 
@@ -245,30 +246,24 @@ export function createDispatcher(deps: {
     // (the claim then matched nothing). Read back: still held with this claim, it is this process's to send (its
     // lease now runs to the claim timeout); otherwise it is left to its new holder.
     if (leaseLeft(held) <= 0 && !(await messages.isClaimedBy(message._id, lease, now))) return;
-    // Spaced again at its sender's rate after the claim's write, whose time varies (README "Pacing").
-    if (message.sender_id) await pacer.handOver(message.sender_id);
     const send = pending.send;
     const attempts = message.dispatch!.attempts;
     let networkId: string;
-    // "sent" is dated when the message was handed to the network (once it has one of the DISPATCH_CONCURRENCY
-    // slots): no report the network makes of it can be dated earlier, however late its answer is read here
-    // (README "Dispatch").
-    let handedAt = clock.now();
+    // "sent" is dated when the message was handed to the network: no report the network makes of it can be
+    // dated earlier, however late its answer is read here (README "Dispatch").
+    const handedAt = clock.now();
     try {
-      networkId = await limit(() => {
-        handedAt = clock.now();
-        return network.send({
-          messageId: message._id,
-          to: message.to,
-          fromPhoneNumber: send.from_phone_number,
-          fromPhoneNumberId: send.from_phone_number_id,
-          templateName: send.template_name,
-          language: send.language,
-          parameters: send.parameters,
-          flow: send.flow ? { flowId: send.flow.flow_id, token: send.flow.token } : null,
-          text: send.text,
-          templateCategory: message.template_category ?? "utility",
-        });
+      networkId = await network.send({
+        messageId: message._id,
+        to: message.to,
+        fromPhoneNumber: send.from_phone_number,
+        fromPhoneNumberId: send.from_phone_number_id,
+        templateName: send.template_name,
+        language: send.language,
+        parameters: send.parameters,
+        flow: send.flow ? { flowId: send.flow.flow_id, token: send.flow.token } : null,
+        text: send.text,
+        templateCategory: message.template_category ?? "utility",
       });
     } catch (err) {
       const refused = err instanceof NetworkSendError ? err : new NetworkSendError({ code: 0, title: String((err as Error)?.message ?? err) }, true);
@@ -358,8 +353,9 @@ export function createDispatcher(deps: {
     },
     drain: () => queue.drain(),
     async stop() {
-      // Messages still waiting for their turn return at once, unclaimed (paced and attempt check `stopped`), so every
-      // begun work settles and stop() returns; claimed ones go on to their network call (no claim is left behind).
+      // Attempts still waiting for a slot return at once (attempt checks `stopped`), so every begun work settles and
+      // stop() returns: clearing the limiter's queue instead would leave their promises pending for ever, and the
+      // stop waiting on them (a batch queues a thousand at once).
       stopped = true;
       await queue.stop();
     },

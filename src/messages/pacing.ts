@@ -138,10 +138,10 @@ export class Pacer {
   /**
    * Resolves when a message of `senderId` whose turn came (turn) may be handed to the network: at the sender's rate as
    * adapted (without turn's headroom), with HAND_OVER_BURST_SECONDS of it at once, in the order asked (a generic cell
-   * rate algorithm, as the network's count). Between a turn and the network call come the claim's write and a wait
-   * for a network slot, whose times vary: a stalled process or database let the turns of a second or two through at
-   * once, more than the network's second's worth, and it refused the excess; this spaces them again. At once for a
-   * sender without a turn in this process.
+   * rate algorithm, as the network's count). A turn's waits vary (a timer fired late by a busy process, the shared
+   * window's lease written while turns queue behind it): a stall let the turns of a second or two through at once,
+   * more than the network's second's worth, and it refused the excess; this spaces them again. At once for a sender
+   * without a turn in this process.
    */
   async handOver(senderId: string): Promise<void> {
     const rate = this.rates.get(senderId);
