@@ -283,13 +283,20 @@ export interface MessageStore {
   /** Dispatch is over (its outcome applied): out of the queue. */
   completeDispatch(id: string, lease: string): Promise<void>;
   /**
-   * The senders' queues at `now` (README "Pacing", "A sender's queue"): the outbound messages whose dispatch is
-   * pending, of sender `senderId` or of every sender that has some, counted from the partial index `queue_by_sender`
-   * (a few counts and reads of one entry a sender and reason: its cost does not grow with the messages queued). A
-   * message is queued from its `send_at` (a scheduled send) or its creation on, until it is handed to the network; a
-   * scheduled send not yet due is counted apart (`scheduled`), not queued.
+   * Sender `senderId`'s queue at `now` (README "Pacing", "A sender's queue"): its outbound messages whose dispatch is
+   * pending, counted from the partial index `queue_by_sender` (a few counts and reads of one entry a reason: its cost
+   * does not grow with the messages queued); null when it has none. A message is queued from its `send_at` (a
+   * scheduled send) or its creation on, until it is handed to the network; a scheduled send not yet due is counted
+   * apart (`scheduled`), not queued.
    */
-  queuedBySender(now: Date, senderId?: string): Promise<Map<string, SenderQueueCounts>>;
+  queuedBySender(now: Date, senderId: string): Promise<SenderQueueCounts | null>;
+  /**
+   * Every sender's queue depth and oldest queued time at `now` (the gauges of /metrics), for the senders with
+   * messages queued: one aggregation over the pending messages (the partial index `queue_by_sender`), grouped by
+   * sender. One pass whatever the number of senders: the embedded database scans for it (it ignores non-unique
+   * indexes), and a read per sender made a scrape cost a pass per sender.
+   */
+  queueDepths(now: Date): Promise<Map<string, Pick<SenderQueueCounts, "depth" | "oldestQueuedAt">>>;
   /** Messages of sender `senderId` handed to the network at or after `since` (their `sent_at`): counted from the index `sent_by_sender`. */
   countSentSince(senderId: string, since: Date): Promise<number>;
   ensureIndexes(): Promise<void>;
@@ -526,39 +533,45 @@ export function createMessageStore(db: Db): MessageStore {
     async completeDispatch(id, lease) {
       await collection.updateOne({ _id: id, ...heldBy(lease) }, leaseUpdate<MessageRecord>({ kind: "complete" }));
     },
-    async queuedBySender(now, senderId) {
+    async queuedBySender(now, sender) {
       // Every read below is of the partial index queue_by_sender ({sender_id, dispatch.queued_reason, send_at,
       // created_at} of the messages whose dispatch is pending): counts by reason in one grouping, then per reason the
       // scheduled sends not yet due (a count of a range) and the oldest queued (two reads of one entry each). No read
       // goes through the queued messages themselves (README "Pacing", "A sender's queue").
-      const pendingBySender = senderId
-        ? [senderId]
-        : (await collection.aggregate<{ _id: string }>([{ $match: { ...DISPATCH_PENDING, sender_id: { $gt: "" } } }, { $group: { _id: "$sender_id", n: { $sum: 1 } } }]).toArray()).map((g) => g._id);
       const order = { sender_id: 1, "dispatch.queued_reason": 1, send_at: 1, created_at: 1 } as const;
-      const queueOf = async (sender: string): Promise<[string, SenderQueueCounts] | null> => {
-        const of = { ...DISPATCH_PENDING, sender_id: sender };
-        const groups = await collection.aggregate<{ _id: QueuedReason | null; n: number }>([{ $match: of }, { $group: { _id: "$dispatch.queued_reason", n: { $sum: 1 } } }]).toArray();
-        if (groups.length === 0) return null;
-        const queue: SenderQueueCounts = { depth: 0, oldestQueuedAt: null, byReason: new Map(), scheduled: 0 };
-        await Promise.all(
-          groups.map(async ({ _id: reason, n }) => {
-            const ofReason = { ...of, "dispatch.queued_reason": reason };
-            const [notDue, atOnce, dueScheduled] = await Promise.all([
-              collection.countDocuments({ ...ofReason, send_at: { $gt: now } }),
-              collection.find({ ...ofReason, send_at: null }, { projection: { _id: 0, created_at: 1 } }).sort(order).limit(1).toArray(),
-              collection.find({ ...ofReason, send_at: { $lte: now } }, { projection: { _id: 0, send_at: 1 } }).sort(order).limit(1).toArray(),
-            ]);
-            queue.scheduled += notDue;
-            queue.depth += n - notDue;
-            if (reason && n > notDue) queue.byReason.set(reason, n - notDue);
-            for (const at of [atOnce[0]?.created_at, dueScheduled[0]?.send_at]) {
-              if (at && (!queue.oldestQueuedAt || at.getTime() < queue.oldestQueuedAt.getTime())) queue.oldestQueuedAt = at;
-            }
-          }),
-        );
-        return [sender, queue];
-      };
-      return new Map((await Promise.all(pendingBySender.map(queueOf))).filter((q) => q !== null));
+      const of = { ...DISPATCH_PENDING, sender_id: sender };
+      const groups = await collection.aggregate<{ _id: QueuedReason | null; n: number }>([{ $match: of }, { $group: { _id: "$dispatch.queued_reason", n: { $sum: 1 } } }]).toArray();
+      if (groups.length === 0) return null;
+      const queue: SenderQueueCounts = { depth: 0, oldestQueuedAt: null, byReason: new Map(), scheduled: 0 };
+      await Promise.all(
+        groups.map(async ({ _id: reason, n }) => {
+          const ofReason = { ...of, "dispatch.queued_reason": reason };
+          const [notDue, atOnce, dueScheduled] = await Promise.all([
+            collection.countDocuments({ ...ofReason, send_at: { $gt: now } }),
+            collection.find({ ...ofReason, send_at: null }, { projection: { _id: 0, created_at: 1 } }).sort(order).limit(1).toArray(),
+            collection.find({ ...ofReason, send_at: { $lte: now } }, { projection: { _id: 0, send_at: 1 } }).sort(order).limit(1).toArray(),
+          ]);
+          queue.scheduled += notDue;
+          queue.depth += n - notDue;
+          if (reason && n > notDue) queue.byReason.set(reason, n - notDue);
+          for (const at of [atOnce[0]?.created_at, dueScheduled[0]?.send_at]) {
+            if (at && (!queue.oldestQueuedAt || at.getTime() < queue.oldestQueuedAt.getTime())) queue.oldestQueuedAt = at;
+          }
+        }),
+      );
+      return queue;
+    },
+    async queueDepths(now) {
+      // Queued from its send_at (a scheduled send) or its creation on: a send_at absent or null counts as now.
+      const since = { $ifNull: ["$send_at", "$created_at"] };
+      const groups = await collection
+        .aggregate<{ _id: string; depth: number; oldest: Date | null }>([
+          { $match: { ...DISPATCH_PENDING, sender_id: { $gt: "" } } },
+          { $match: { $expr: { $lte: [{ $ifNull: ["$send_at", now] }, now] } } },
+          { $group: { _id: "$sender_id", depth: { $sum: 1 }, oldest: { $min: since } } },
+        ])
+        .toArray();
+      return new Map(groups.map((g) => [g._id, { depth: g.depth, oldestQueuedAt: g.oldest ?? null }]));
     },
     countSentSince: (senderId, since) => collection.countDocuments({ ...DISPATCH_DONE, sender_id: senderId, sent_at: { $gte: since } }),
     async ensureIndexes() {

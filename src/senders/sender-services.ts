@@ -88,11 +88,10 @@ export async function readSenderQueue(
   sender: SenderRecord,
   now: Date,
 ): Promise<MessageInitShape<typeof SenderQueueSchema>> {
-  const [queues, sent] = await Promise.all([
+  const [queue, sent] = await Promise.all([
     messages.queuedBySender(now, sender._id),
     messages.countSentSince(sender._id, new Date(now.getTime() - SENT_RATE_WINDOW_MS)),
   ]);
-  const queue = queues.get(sender._id);
   const oldest = queue?.oldestQueuedAt ?? null;
   return {
     messageCount: queue?.depth ?? 0,

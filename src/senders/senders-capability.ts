@@ -22,10 +22,8 @@ export function createSendersCapability(platform: Platform, senders: SenderStore
     ],
     async () => {
       const now = clock.now();
-      const queues = await messages.queuedBySender(now);
       const values = new Map<string, number[]>();
-      for (const [senderId, q] of queues) {
-        if (q.depth === 0) continue; // only scheduled sends, none due
+      for (const [senderId, q] of await messages.queueDepths(now)) {
         values.set(senderId, [q.depth, q.oldestQueuedAt ? Math.max(0, now.getTime() - q.oldestQueuedAt.getTime()) / 1000 : 0]);
       }
       return values;
