@@ -5,7 +5,6 @@ import { MongoClient, type Db } from "mongodb";
 import { Pacer } from "../src/messages/pacing.js";
 import { createRateLimiter } from "../src/ratelimit/rate-limiter.js";
 import { Throttle } from "../src/ratelimit/throttle.js";
-import { systemClock } from "../src/shared/clock.js";
 import { createTestClock } from "./helpers/test-service.js";
 
 /*
@@ -28,8 +27,7 @@ afterAll(async () => {
 });
 
 describe("a sender's adaptive rate (AIMD)", () => {
-  /** A pacer on the injectable clock, and its sender's rate now as its next turn asks for it (less the 5% headroom), in messages per second. */
-  const pacerOf = () => {
+  it("lowers it by a quarter on a refusal, regains quickly below the rate refused and slowly above, and forgets that rate after 30 s", async () => {
     const clock = createTestClock();
     const throttle = new Throttle({ limiter: createRateLimiter(db, clock, 1000), clock, holdMs: 3500, keepSlots: false });
     const asked: number[] = [];
@@ -37,16 +35,12 @@ describe("a sender's adaptive rate (AIMD)", () => {
     throttle.turn = (subject, limit, slot) => (asked.push(limit), turn(subject, limit, slot));
     const pacer = new Pacer({ throttle, clock, options: { pairIntervalMs: 0, pairBurst: 1, holdMs: 3500 } });
     const sender = `snd_${randomUUID()}`;
+    /** The sender's rate now, as its next turn asks for it (less the 5% headroom), in messages per second. */
     const rate = async () => {
       clock.advance(1); // a turn per millisecond at most: each asks anew
       await pacer.turn({ senderId: sender, throughputMps: 80, to: "4915100000001" });
       return Math.round((asked.at(-1)! / 0.95) * 100) / 100;
     };
-    return { clock, pacer, sender, rate };
-  };
-
-  it("lowers it by a quarter on a refusal, regains quickly below the rate refused and slowly above, and forgets that rate after 30 s", async () => {
-    const { clock, pacer, sender, rate } = pacerOf();
 
     expect(await rate()).toBe(80);
     pacer.throughputRefused(sender, clock.now());
@@ -83,26 +77,5 @@ describe("a sender's adaptive rate (AIMD)", () => {
     expect(await rate()).toBeGreaterThan(70);
     clock.advance(1000);
     expect(await rate()).toBeCloseTo(76, 0);
-  });
-});
-
-describe("the hand-over to the network", () => {
-  it("spaces a sender's messages handed over at once at its rate, half a second's worth going at once, in order", async () => {
-    const throttle = new Throttle({ limiter: createRateLimiter(db, systemClock, 1000), clock: systemClock, holdMs: 3500, keepSlots: false });
-    const pacer = new Pacer({ throttle, clock: systemClock, options: { pairIntervalMs: 0, pairBurst: 1, holdMs: 3500 } });
-    const sender = `snd_${randomUUID()}`;
-    // Its first turn gives the sender its rate here: 20/s.
-    expect(await pacer.turn({ senderId: sender, throughputMps: 20, to: "4915100000001" })).toEqual({ go: true });
-    const started = Date.now();
-    const handed: number[] = [];
-    await Promise.all(Array.from({ length: 20 }, (_, i) => pacer.handOver(sender).then(() => handed.push(i) && undefined)));
-    const took = Date.now() - started;
-    expect(handed).toEqual(Array.from({ length: 20 }, (_, i) => i));
-    // 20 at once: 11 go at once (half a second's worth and the first), the other 9 each 50 ms after the one before.
-    expect(took).toBeGreaterThanOrEqual(9 * 50 - 5);
-    // A sender without a turn here (no rate known) is not held.
-    const other = Date.now();
-    await Promise.all(Array.from({ length: 50 }, () => pacer.handOver(`snd_${randomUUID()}`)));
-    expect(Date.now() - other).toBeLessThan(9 * 50 - 5);
   });
 });

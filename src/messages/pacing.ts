@@ -46,13 +46,6 @@ const DECREASE_QUIET_MS = 1_000;
  */
 const CEILING_MEMORY_MS = 30_000;
 
-/**
- * How much of a second's worth of a sender's rate may be handed to the network at once (Pacer.handOver): the network
- * counts a second's worth at once (a token bucket); the other half is left for the time from the hand-over to its
- * count, which varies.
- */
-const HAND_OVER_BURST_SECONDS = 0.5;
-
 /** One sender's adaptive rate in this process. */
 interface SenderRate {
   /** The sender's configured throughput (throughput_mps). */
@@ -65,8 +58,6 @@ interface SenderRate {
   changedAt: number;
   /** When it was last lowered, in ms since the epoch. */
   loweredAt: number;
-  /** When its next message would be handed to the network with no burst left (handOver), in ms since the epoch. */
-  handOverAt: number;
 }
 
 /**
@@ -85,9 +76,7 @@ interface SenderRate {
  *   probing above it slowly. The rate of the last refusal is remembered for
  *   CEILING_MEMORY_MS (30 s): then it is forgotten, the rate regains quickly
  *   (a refusal that was not the number's limit costs 30 s at most), and a
- *   number held lower is probed once more. Before the network call, a
- *   sender's messages are spaced again at its rate (handOver). The adaptive
- *   rate is each process's own (each
+ *   number held lower is probed once more. The adaptive rate is each process's own (each
  *   learns from its own refusals). Messages are paced at 95% of it
  *   (HEADROOM).
  * - **Per recipient** (the pair of number and user): at most `pairBurst`
@@ -136,24 +125,6 @@ export class Pacer {
   }
 
   /**
-   * Resolves when a message of `senderId` whose turn came (turn) may be handed to the network: at the sender's rate as
-   * adapted (without turn's headroom), with HAND_OVER_BURST_SECONDS of it at once, in the order asked (a generic cell
-   * rate algorithm, as the network's count). A turn's waits vary (a timer fired late by a busy process, the shared
-   * window's lease written while turns queue behind it): a stall let the turns of a second or two through at once,
-   * more than the network's second's worth, and it refused the excess; this spaces them again. At once for a sender
-   * without a turn in this process.
-   */
-  async handOver(senderId: string): Promise<void> {
-    const rate = this.rates.get(senderId);
-    if (!rate) return;
-    const now = this.o.clock.now().getTime();
-    const step = 1000 / this.rate(senderId, rate.configured);
-    const at = Math.max(now, rate.handOverAt - HAND_OVER_BURST_SECONDS * 1000);
-    rate.handOverAt = Math.max(rate.handOverAt, now) + step;
-    if (at > now) await sleep(at - now);
-  }
-
-  /**
    * The network refused a message of `senderId` handed to it at `handedAt` for its throughput (130429): the sender's
    * rate is lowered by a quarter, unless the message was handed over before the last decrease.
    */
@@ -184,7 +155,7 @@ export class Pacer {
     const now = this.o.clock.now().getTime();
     let rate = this.rates.get(senderId);
     if (!rate || rate.configured !== throughputMps) {
-      rate = { configured: throughputMps, current: throughputMps, ceiling: throughputMps, changedAt: now, loweredAt: 0, handOverAt: 0 };
+      rate = { configured: throughputMps, current: throughputMps, ceiling: throughputMps, changedAt: now, loweredAt: 0 };
       this.rates.set(senderId, rate);
     }
     if (rate.ceiling < rate.configured && now - rate.loweredAt >= CEILING_MEMORY_MS) rate.ceiling = rate.configured;
