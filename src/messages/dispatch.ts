@@ -42,8 +42,13 @@ export const DISPATCH_LEASE_MS = 10_000;
  */
 export const DISPATCH_LEASE_MARGIN_MS = 3000;
 
-/** Network calls one process has in flight at once (sends are pipelined, not one at a time). */
-export const DISPATCH_CONCURRENCY = 64;
+/**
+ * Attempts one process has in flight at once (sends are pipelined, not one at a time). An attempt holds its slot
+ * for the claim's write, the network call and the writes of its answer: on a busy database those take half a second
+ * or more, and 64 slots capped dispatch at about 120 a second, under ten numbers allowed 200 in all (README
+ * "Pacing"); a slot costs only a pending promise.
+ */
+export const DISPATCH_CONCURRENCY = 128;
 
 /**
  * Messages in progress in one process, at most (past it, claims wait, and a batch's further messages are stored
@@ -123,8 +128,7 @@ export interface Dispatcher {
  *    process can have taken the message over by then, so only it ever calls
  *    the network for the message;
  * 2. calls the network with what was fixed at acceptance (at most
- *    DISPATCH_CONCURRENCY calls in flight per process: a slot holds the
- *    claim and the network call, not the writes after the answer);
+ *    DISPATCH_CONCURRENCY calls in flight per process);
  * 3. accepted: records the network's id and "sent", and completes the lease,
  *    in one update (through the inbound path, which fires message.sent);
  * 4. permanent refusal: "failed" with the network's error (refunded);
@@ -229,32 +233,30 @@ export function createDispatcher(deps: {
           return;
         }
       }
-      next = await attempt(current, lease);
+      next = await limit(() => attempt(current, lease));
     }
   }
 
-  /**
-   * Claims a pending message and calls the network, in one of the DISPATCH_CONCURRENCY slots (a message claimed
-   * always has its slot: it never waits claimed behind other calls, where its claim could lapse); resolves to the
-   * answer, or null when the message is not this process's to send (its lease ran out, or it was stopped).
-   */
-  async function call(pending: MessageRecord, lease: string): Promise<{ message: MessageRecord; handedAt: Date; result: { networkId: string } | { err: unknown } } | null> {
-    if (stopped || !pending.send || !pending.dispatch || !pending.due_at) return null;
+  /** One network call of a pending message; resolves to the message when the network refused it for a rate limit (to pace it again). */
+  async function attempt(pending: MessageRecord, lease: string): Promise<MessageRecord | void> {
+    if (stopped || !pending.send || !pending.dispatch || !pending.due_at) return;
     const held = pending.due_at;
-    if (leaseLeft(held) <= 0) return null; // too late to be sure of it: the lease lapses and a claim takes it over
+    if (leaseLeft(held) <= 0) return; // too late to be sure of it: the lease lapses and a claim takes it over
     const now = clock.now();
     const message: MessageRecord = { ...pending, dispatch: { ...pending.dispatch, state: "claimed", claimed_at: now, attempts: pending.dispatch.attempts + 1 } };
     await claims.add({ message, lease, now });
     // Written late (a loaded process): another process may have taken the message over before the claim was written
     // (the claim then matched nothing). Read back: still held with this claim, it is this process's to send (its
     // lease now runs to the claim timeout); otherwise it is left to its new holder.
-    if (leaseLeft(held) <= 0 && !(await messages.isClaimedBy(message._id, lease, now))) return null;
+    if (leaseLeft(held) <= 0 && !(await messages.isClaimedBy(message._id, lease, now))) return;
     const send = pending.send;
+    const attempts = message.dispatch!.attempts;
+    let networkId: string;
     // "sent" is dated when the message was handed to the network: no report the network makes of it can be
     // dated earlier, however late its answer is read here (README "Dispatch").
     const handedAt = clock.now();
     try {
-      const networkId = await network.send({
+      networkId = await network.send({
         messageId: message._id,
         to: message.to,
         fromPhoneNumber: send.from_phone_number,
@@ -266,24 +268,7 @@ export function createDispatcher(deps: {
         text: send.text,
         templateCategory: message.template_category ?? "utility",
       });
-      return { message, handedAt, result: { networkId } };
     } catch (err) {
-      return { message, handedAt, result: { err } };
-    }
-  }
-
-  /**
-   * One network call of a pending message (call, in a slot), then its answer recorded (outside the slot: the
-   * writes after a call do not hold the next one up); resolves to the message when the network refused it for a
-   * rate limit (to pace it again).
-   */
-  async function attempt(pending: MessageRecord, lease: string): Promise<MessageRecord | void> {
-    const called = await limit(() => call(pending, lease));
-    if (!called) return;
-    const { message, handedAt, result } = called;
-    const attempts = message.dispatch!.attempts;
-    if ("err" in result) {
-      const err = result.err;
       const refused = err instanceof NetworkSendError ? err : new NetworkSendError({ code: 0, title: String((err as Error)?.message ?? err) }, true);
       if (refused.info.code !== 0) {
         metrics.networkRefusals.inc({ code: String(refused.info.code) });
@@ -311,7 +296,7 @@ export function createDispatcher(deps: {
     const answeredAt = clock.now();
     metrics.messagesDispatched.inc({ outcome: "sent" });
     metrics.dispatchLag.observe((answeredAt.getTime() - (message.send_at ?? message.created_at).getTime()) / 1000);
-    await inbound.dispatched(message, result.networkId, handedAt);
+    await inbound.dispatched(message, networkId, handedAt);
   }
 
   /**
@@ -371,7 +356,7 @@ export function createDispatcher(deps: {
     },
     drain: () => queue.drain(),
     async stop() {
-      // Attempts still waiting for a slot return at once (call checks `stopped`), so every begun work settles and
+      // Attempts still waiting for a slot return at once (attempt checks `stopped`), so every begun work settles and
       // stop() returns: clearing the limiter's queue instead would leave their promises pending for ever, and the
       // stop waiting on them (a batch queues a thousand at once).
       stopped = true;
