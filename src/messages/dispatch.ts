@@ -45,7 +45,7 @@ export const DISPATCH_LEASE_MARGIN_MS = 3000;
 /**
  * Attempts one process has in flight at once (sends are pipelined, not one at a time). An attempt holds its slot
  * for the claim's write, the network call and the writes of its answer: on a busy database those take half a second
- * or more, and 64 slots capped dispatch at about 120 a second, under ten numbers allowed 200 in all (README
+ * or more, and 64 slots capped dispatch at 115 to 155 a second, under ten numbers allowed 200 in all (README
  * "Pacing"); a slot costs only a pending promise.
  */
 export const DISPATCH_CONCURRENCY = 128;
