@@ -43,35 +43,33 @@ export interface OutboundTemplateMessage {
 }
 
 /**
- * Why a send did not go through. `retryable` errors (outages, throughput
- * limits, timeouts) are tried again with backoff; the others are permanent
- * rejections: the message fails and its credits are refunded.
+ * The network's error as it states it (code 0 when it never answered: an
+ * outage, a timeout, an answer that is not its own), and whether trying
+ * again later may succeed. Named after its subclass.
  */
-export class NetworkSendError extends Error {
+export class NetworkError extends Error {
   constructor(
     readonly info: NetworkErrorInfo,
     readonly retryable: boolean,
   ) {
     super(`${info.code} ${info.title}`);
-    this.name = "NetworkSendError";
+    this.name = new.target.name;
   }
 }
 
 /**
- * Why the network could not answer a question about a business number
- * (NetworkAdapter.readThroughput): its error as it states it (code 0 when it
- * never answered: an outage, a timeout, an answer that is not its own).
- * `retryable` says whether asking again later may answer.
+ * Why a send did not go through. `retryable` errors (outages, throughput
+ * limits, timeouts) are tried again with backoff; the others are permanent
+ * rejections: the message fails and its credits are refunded.
  */
-export class NetworkReadError extends Error {
-  constructor(
-    readonly info: NetworkErrorInfo,
-    readonly retryable: boolean,
-  ) {
-    super(`${info.code} ${info.title}`);
-    this.name = "NetworkReadError";
-  }
-}
+export class NetworkSendError extends NetworkError {}
+
+/**
+ * Why the network could not answer a question about a business number
+ * (NetworkAdapter.readThroughput). `retryable` says whether asking again
+ * later may answer.
+ */
+export class NetworkReadError extends NetworkError {}
 
 /** A business number (a sender) as the network knows it. */
 export interface BusinessNumber {

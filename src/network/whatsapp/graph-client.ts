@@ -1,4 +1,4 @@
-import { NetworkReadError, NetworkSendError, type NetworkErrorInfo, type OutboundTemplateMessage } from "../network.js";
+import { NetworkReadError, NetworkSendError, type NetworkError, type NetworkErrorInfo, type OutboundTemplateMessage } from "../network.js";
 
 /** Where and how to reach the Graph API (WHATSAPP_* configuration). */
 export interface GraphOptions {
@@ -77,10 +77,41 @@ function graphErrorOf(status: number, body: unknown): { info: NetworkErrorInfo; 
   return { info: { code, title }, retryable: !FINAL_GRAPH_CODES.has(code) && (status >= 500 || status === 429 || RETRYABLE_GRAPH_CODES.has(code)) };
 }
 
-/** The send error of a Graph API error answer (graphErrorOf). */
-function graphError(status: number, body: unknown): NetworkSendError {
-  const { info, retryable } = graphErrorOf(status, body);
-  return new NetworkSendError(info, retryable);
+/**
+ * One request to the Graph API at `path` (after the version) with the access token and the request timeout; resolves
+ * to the answer's JSON body (null when it is not JSON).
+ *
+ * @throws an `error` (NetworkSendError or NetworkReadError): retryable for timeouts and connection errors; for error
+ *   answers as graphErrorOf judges them.
+ */
+async function callGraph(
+  options: GraphOptions,
+  path: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string },
+  error: new (info: NetworkErrorInfo, retryable: boolean) => NetworkError,
+): Promise<unknown> {
+  let res: Response;
+  try {
+    res = await fetch(`${options.baseUrl}/${options.version}/${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${options.accessToken}`, ...init.headers },
+      signal: AbortSignal.timeout(options.timeoutMs),
+    });
+  } catch (err) {
+    throw new error({ code: 0, title: `Graph API unreachable: ${(err as Error).message}` }, true);
+  }
+  const text = await res.text().catch(() => "");
+  let body: unknown = null;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: judged by the status below
+  }
+  if (!res.ok) {
+    const { info, retryable } = graphErrorOf(res.status, body);
+    throw new error(info, retryable);
+  }
+  return body;
 }
 
 /**
@@ -94,26 +125,12 @@ export async function sendTemplate(options: GraphOptions, message: OutboundTempl
   if (!message.fromPhoneNumberId) {
     throw new NetworkSendError({ code: 100, title: "The sender has no WhatsApp phone number ID" }, false);
   }
-  const url = `${options.baseUrl}/${options.version}/${encodeURIComponent(message.fromPhoneNumberId)}/messages`;
-  let res: Response;
-  try {
-    res = await fetch(url, {
-      method: "POST",
-      headers: { authorization: `Bearer ${options.accessToken}`, "content-type": "application/json" },
-      body: JSON.stringify(templateSendBody(message)),
-      signal: AbortSignal.timeout(options.timeoutMs),
-    });
-  } catch (err) {
-    throw new NetworkSendError({ code: 0, title: `Graph API unreachable: ${(err as Error).message}` }, true);
-  }
-  const text = await res.text().catch(() => "");
-  let body: unknown = null;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // not JSON: judged by the status below
-  }
-  if (!res.ok) throw graphError(res.status, body);
+  const body = await callGraph(
+    options,
+    `${encodeURIComponent(message.fromPhoneNumberId)}/messages`,
+    { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(templateSendBody(message)) },
+    NetworkSendError,
+  );
   const id = (body as { messages?: { id?: unknown }[] } | null)?.messages?.[0]?.id;
   if (typeof id !== "string" || id === "") {
     throw new NetworkSendError({ code: 0, title: "Graph API answer without a message id" }, true);
@@ -143,24 +160,7 @@ export const THROUGHPUT_LEVEL_MPS: ReadonlyMap<string, number> = new Map([
  *   permanent for other error answers (for example 100 Invalid parameter for an unknown id, 190 for a wrong token).
  */
 export async function readThroughput(options: GraphOptions, phoneNumberId: string): Promise<number | null> {
-  const url = `${options.baseUrl}/${options.version}/${encodeURIComponent(phoneNumberId)}?fields=throughput`;
-  let res: Response;
-  try {
-    res = await fetch(url, { headers: { authorization: `Bearer ${options.accessToken}` }, signal: AbortSignal.timeout(options.timeoutMs) });
-  } catch (err) {
-    throw new NetworkReadError({ code: 0, title: `Graph API unreachable: ${(err as Error).message}` }, true);
-  }
-  const text = await res.text().catch(() => "");
-  let body: unknown = null;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // not JSON: judged by the status below
-  }
-  if (!res.ok) {
-    const { info, retryable } = graphErrorOf(res.status, body);
-    throw new NetworkReadError(info, retryable);
-  }
+  const body = await callGraph(options, `${encodeURIComponent(phoneNumberId)}?fields=throughput`, {}, NetworkReadError);
   const level = (body as { throughput?: { level?: unknown } } | null)?.throughput?.level;
   return typeof level === "string" ? (THROUGHPUT_LEVEL_MPS.get(level) ?? null) : null;
 }
