@@ -123,7 +123,7 @@ export class Attempts {
     for (;;) {
       const endpoint = await this.usable(delivery.endpoint_id);
       if (endpoint === null || !endpoint.enabled) {
-        await this.release(delivery._id, lease, endpoint === null ? "canceled" : "disabled");
+        await this.release(delivery._id, lease, endpoint === null ? "canceled" : "disabled", delivery.endpoint_id);
         return;
       }
       if (endpoint.rateLimit !== null && delivery.test !== true) {
@@ -185,9 +185,25 @@ export class Attempts {
     this.o.dueAt?.(turn.at);
   }
 
-  /** Ends a lease without an attempt: the delivery waits (`disabled`) or ends (`canceled`). */
-  private async release(id: string, lease: string, status: "disabled" | "canceled"): Promise<void> {
+  /**
+   * Ends a lease without an attempt: the delivery waits (`disabled`) or ends
+   * (`canceled`). Enabling an endpoint writes `enabled` and then resumes its
+   * `disabled` deliveries (Dispatcher.resume); a delivery released here as
+   * `disabled` after that resume, from an endpoint read before the enable,
+   * would wait for good. So the endpoint is read again after the write: if it
+   * is enabled by then, its waiting deliveries are resumed here too. Either
+   * the enable's resume comes after this write and catches the delivery, or
+   * the enable came before it and this read sees it. (A delete needs no such
+   * read: its cancel also ends the leases of pending deliveries, so this
+   * write then finds the lease gone.)
+   */
+  private async release(id: string, lease: string, status: "disabled" | "canceled", endpointId: string): Promise<void> {
     await this.o.store.endWithoutAttempt(id, lease, status, this.o.clock.now());
+    if (status === "disabled" && (await this.o.cache.get(endpointId, 0))?.enabled) {
+      const now = this.o.clock.now();
+      await this.o.store.resumeEndpoint(endpointId, now);
+      this.o.dueAt?.(now);
+    }
   }
 
   private record(entry: OutcomeEntry): Promise<void> {
