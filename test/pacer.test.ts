@@ -45,11 +45,14 @@ describe("a sender's adaptive rate (AIMD)", () => {
     expect(await rate()).toBe(80);
     pacer.throughputRefused(sender, clock.now());
     expect(await rate()).toBeCloseTo(60, 0);
-    // A refusal of a message handed over before the decrease, or within a second of it, changes nothing.
+    // A refusal of a message handed over before the decrease, or within a second of it, changes nothing...
     pacer.throughputRefused(sender, new Date(clock.now().getTime() - 10));
     pacer.throughputRefused(sender, clock.now());
     expect(await rate()).toBeCloseTo(60, 0);
-    // 8/s (10% of 80) up to 95% of the rate refused (76), then 0.16/s (0.2%).
+    // ...but the rate grows only from a second after the last refusal: none for this second.
+    clock.advance(1000);
+    expect(await rate()).toBeCloseTo(60, 0);
+    // Then 8/s (10% of 80) up to 95% of the rate refused (76), then 0.16/s (0.2%).
     clock.advance(1000);
     expect(await rate()).toBeCloseTo(68, 0);
     clock.advance(1000);
@@ -62,8 +65,10 @@ describe("a sender's adaptive rate (AIMD)", () => {
     const lowered = await rate();
     expect(lowered).toBeLessThan(59);
     clock.advance(10_000);
-    // 10 s on: quickly to 95% of the rate refused (about 73), then slowly.
-    expect(await rate()).toBeCloseTo(0.95 * (lowered / 0.75) + 8.08 * 0.16, 0);
+    // 10 s on: after a second, quickly to 95% of the rate refused (about 73), then slowly.
+    const refusedAt = lowered / 0.75;
+    const quickSeconds = (0.95 * refusedAt - lowered) / 8;
+    expect(await rate()).toBeCloseTo(0.95 * refusedAt + (10 - 1 - quickSeconds) * 0.16, 0);
     // Refusals that keep coming (a stalled process handing bunches over) each lower the ceiling: a ratchet...
     for (let i = 0; i < 4; i++) {
       clock.advance(1500);
@@ -71,11 +76,51 @@ describe("a sender's adaptive rate (AIMD)", () => {
       pacer.throughputRefused(sender, clock.now());
     }
     clock.advance(29_000);
-    expect(await rate()).toBeLessThan(65);
-    // ...that lasts 30 s: then the rate refused is forgotten and the rate regains quickly, up to 95% of 80.
+    const held = await rate();
+    expect(held).toBeLessThan(65);
+    // ...that lasts 30 s: then the rate refused is forgotten and the rate regains quickly (8/s), up to 95% of 80.
     clock.advance(2000);
-    expect(await rate()).toBeGreaterThan(70);
-    clock.advance(1000);
+    expect(await rate()).toBeGreaterThan(held + 12);
+    clock.advance(5000);
     expect(await rate()).toBeCloseTo(76, 0);
+  });
+
+  it("never lowers it below what the network took from this process in the last second (late refusals)", async () => {
+    const clock = createTestClock();
+    const throttle = new Throttle({ limiter: createRateLimiter(db, clock, 1000), clock, holdMs: 3500, keepSlots: false });
+    const asked: number[] = [];
+    const turn = throttle.turn.bind(throttle);
+    throttle.turn = (subject, limit, slot) => (asked.push(limit), turn(subject, limit, slot));
+    const pacer = new Pacer({ throttle, clock, options: { pairIntervalMs: 0, pairBurst: 1, holdMs: 3500 } });
+    const sender = `snd_${randomUUID()}`;
+    const rate = async () => {
+      clock.advance(1);
+      await pacer.turn({ senderId: sender, throughputMps: 80, to: "4915100000001" });
+      return Math.round((asked.at(-1)! / 0.95) * 100) / 100;
+    };
+    /** The network takes `n` of the sender's messages over the next second. */
+    const took = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        clock.advance(Math.floor(1000 / n));
+        pacer.taken(sender);
+      }
+    };
+
+    expect(await rate()).toBe(80);
+    // The network took 72 in the last second: a refusal lowers the rate to 72, not by a quarter (60).
+    took(72);
+    pacer.throughputRefused(sender, clock.now());
+    expect(await rate()).toBeCloseTo(72, 0);
+    // Refusals that keep coming at that rate while it took 66: 66, not 54.
+    took(66);
+    clock.advance(20); // a second after the last decrease
+    pacer.throughputRefused(sender, clock.now());
+    expect(await rate()).toBeCloseTo(66, 0);
+    // When it took little (a number held far lower), the quarter applies.
+    clock.advance(2000);
+    const before = await rate();
+    took(10);
+    pacer.throughputRefused(sender, clock.now());
+    expect(await rate()).toBeCloseTo(0.75 * before, 0);
   });
 });

@@ -294,6 +294,7 @@ export function createDispatcher(deps: {
       return;
     }
     const answeredAt = clock.now();
+    if (message.sender_id) pacer.taken(message.sender_id);
     metrics.messagesDispatched.inc({ outcome: "sent" });
     metrics.dispatchLag.observe((answeredAt.getTime() - (message.send_at ?? message.created_at).getTime()) / 1000);
     await inbound.dispatched(message, networkId, handedAt);

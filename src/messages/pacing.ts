@@ -58,6 +58,10 @@ interface SenderRate {
   changedAt: number;
   /** When it was last lowered, in ms since the epoch. */
   loweredAt: number;
+  /** When the last throughput refusal came, in ms since the epoch (counted or not): the rate grows only from DECREASE_QUIET_MS after it. */
+  refusedAt: number;
+  /** When the network took this process's messages of the sender in the last second, in ms since the epoch, oldest first. */
+  taken: number[];
 }
 
 /**
@@ -69,9 +73,10 @@ interface SenderRate {
  *   rate starts from the sender's `throughput_mps` and adapts (AIMD): a
  *   throughput refusal (130429) lowers it by a quarter at once (once a
  *   second at most, and not for a message handed over before the last
- *   decrease: it was paced at the old rate), and each second
- *   without one adds 10% of the configured rate up to 95% of the rate last
- *   refused, then 0.2% up to the configured rate. So a number the network
+ *   decrease: it was paced at the old rate), not below what the network
+ *   took of the sender from this process in the last second; from a second
+ *   after the last refusal, each second adds 10% of the configured rate up
+ *   to 95% of the rate last refused, then 0.2% up to the configured rate. So a number the network
  *   holds lower than configured converges to just under its real limit,
  *   probing above it slowly. The rate of the last refusal is remembered for
  *   CEILING_MEMORY_MS (30 s): then it is forgotten, the rate regains quickly
@@ -126,16 +131,42 @@ export class Pacer {
 
   /**
    * The network refused a message of `senderId` handed to it at `handedAt` for its throughput (130429): the sender's
-   * rate is lowered by a quarter, unless the message was handed over before the last decrease.
+   * rate is lowered by a quarter (not below what the network took from this process in the last second), unless the
+   * message was handed over before the last decrease or within a second of it; the rate grows again only from a
+   * second after this refusal.
    */
   throughputRefused(senderId: string, handedAt: Date): void {
     const rate = this.rates.get(senderId);
     const now = this.o.clock.now().getTime();
+    if (!rate) return;
+    // The rate grows only from a second after the last refusal: while refusals keep coming it does not climb back
+    // between decreases (it did, and a number held at 20/s configured at 80 took 20 s and ~450 refusals to get there).
+    this.settle(rate, now);
+    rate.refusedAt = now;
     // A message handed over before the last decrease was paced at the rate before it: its refusal says nothing new.
-    if (!rate || handedAt.getTime() <= rate.loweredAt || now - rate.loweredAt < DECREASE_QUIET_MS) return;
+    if (handedAt.getTime() <= rate.loweredAt || now - rate.loweredAt < DECREASE_QUIET_MS) return;
     rate.ceiling = rate.current;
-    rate.current = Math.max(1, rate.current * DECREASE);
+    // Not below what the network took from this process in the last second: refusals that come late (messages
+    // already on their way) would otherwise lower the rate by a quarter again and again, far under the number's limit.
+    rate.current = Math.max(1, rate.current * DECREASE, Math.min(rate.current, this.takenLastSecond(rate, now)));
     rate.changedAt = rate.loweredAt = now;
+  }
+
+  /** The network took a message of `senderId` (this process's count of the last second, for throughputRefused). */
+  taken(senderId: string): void {
+    const rate = this.rates.get(senderId);
+    if (!rate) return;
+    const now = this.o.clock.now().getTime();
+    rate.taken.push(now);
+    this.takenLastSecond(rate, now);
+  }
+
+  /** Messages of the sender the network took from this process in the second before `now`. */
+  private takenLastSecond(rate: SenderRate, now: number): number {
+    let old = 0;
+    while (old < rate.taken.length && rate.taken[old]! <= now - 1000) old++;
+    if (old > 0) rate.taken.splice(0, old);
+    return rate.taken.length;
   }
 
   /**
@@ -155,21 +186,26 @@ export class Pacer {
     const now = this.o.clock.now().getTime();
     let rate = this.rates.get(senderId);
     if (!rate || rate.configured !== throughputMps) {
-      rate = { configured: throughputMps, current: throughputMps, ceiling: throughputMps, changedAt: now, loweredAt: 0 };
+      rate = { configured: throughputMps, current: throughputMps, ceiling: throughputMps, changedAt: now, loweredAt: 0, refusedAt: 0, taken: [] };
       this.rates.set(senderId, rate);
     }
+    this.settle(rate, now);
+    return rate.current;
+  }
+
+  /** Brings `rate` up to `now` (ms since the epoch): the increase earned since it last changed (INCREASE_PER_SECOND). */
+  private settle(rate: SenderRate, now: number): void {
     if (rate.ceiling < rate.configured && now - rate.loweredAt >= CEILING_MEMORY_MS) rate.ceiling = rate.configured;
     if (rate.current < rate.configured) {
       // Quickly up to 95% of the ceiling, then slowly for the rest of the time since the last change.
-      let seconds = (now - rate.changedAt) / 1000;
+      let seconds = Math.max(0, now - Math.max(rate.changedAt, rate.refusedAt + DECREASE_QUIET_MS)) / 1000;
       const fast = rate.configured * INCREASE_PER_SECOND.belowCeiling;
       const quick = Math.min(seconds, Math.max(0, 0.95 * rate.ceiling - rate.current) / fast);
       rate.current += quick * fast;
       seconds -= quick;
       rate.current = Math.min(rate.configured, rate.current + seconds * rate.configured * INCREASE_PER_SECOND.aboveCeiling);
-      rate.changedAt = now;
     }
-    return rate.current;
+    rate.changedAt = now;
   }
 
   /**
