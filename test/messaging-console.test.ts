@@ -117,7 +117,12 @@ describe("msgsvc senders, templates, credits and simulate", () => {
       { name: "name", required: false, example: "Ada" },
       { name: "code", required: true, example: "123456" },
     ]);
-    expect((await msgsvc(t, ["senders", "list", "--workspace", ws.id])).stdout).toContain("CLI sender");
+    // Created without a throughput: the list shows the figure and where it came from.
+    const listed = (await msgsvc(t, ["senders", "list", "--workspace", ws.id])).stdout;
+    expect(listed).toContain("CLI sender");
+    expect(listed.split("\n")[0]).toMatch(/\bTHROUGHPUT_MPS\s+THROUGHPUT_SOURCE\b/);
+    expect(["network", "default"]).toContain(sender.throughput_source);
+    expect(listed).toMatch(new RegExp(`\\b${sender.throughput_mps}\\s+${sender.throughput_source}\\b`));
 
     const { secret } = JSON.parse((await msgsvc(t, ["keys", "create", "--workspace", ws.id, "--name", "cli", "--scopes", "messages:send,messages:read", "--json"])).stdout);
     const sent = await rest(t.publicUrl, "POST", "/v1/messages", { key: secret, body: { to: "4915123456000", sender: sender.id, template: { id: template.id, variables: { code: "9" } } } });

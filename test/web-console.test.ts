@@ -613,6 +613,7 @@ describe.skipIf(!chromiumPath.path)("web console in a real browser", () => {
     expect(await page.textContent("[data-test=queue-sent]")).toMatch(/of 1\/s\)$/);
     expect(await page.locator("tr[data-reason='sender_rate']").count()).toBe(1);
     expect(await page.textContent("[data-test=sender-refusals]")).toContain("None.");
+    expect(await page.textContent("[data-test=sender-throughput-source]")).toBe("given when it was created or changed");
 
     // An admin raises its throughput: the page and the API show the new rate.
     await page.fill("#sender-throughput", "1000");

@@ -32,7 +32,7 @@ export function formatSenderQueue(queue: SenderQueueJson, throughputMps: number)
 
 /** `msgsvc senders …`: create, list, get (with its queue), update, archive. */
 export function senderCommands(ctx: CliContext): Command {
-  const columns = ["id", "phone_number", "name", "status", "throughput_mps", "whatsapp_phone_number_id", "created_at"];
+  const columns = ["id", "phone_number", "name", "status", "throughput_mps", "throughput_source", "whatsapp_phone_number_id", "created_at"];
   const senders = new Command("senders").description("manage sender numbers");
   senders
     .command("create")

@@ -20,6 +20,13 @@ const REASONS = {
   daily_limit: "the portfolio's daily limit of new recipients",
 };
 
+/** Where the sender's throughput came from (its throughput_source; README "A sender's throughput"). */
+const THROUGHPUT_SOURCES = {
+  given: "given when it was created or changed",
+  network: "read from the network when it was created",
+  default: "the default (the network stated none)",
+};
+
 /**
  * Renders sender `id` into `body`. `ui` holds the page's helpers: el, fill, api, table, when, errorLine,
  * createForm, statusBadge, canChange, idChip, num.
@@ -73,6 +80,7 @@ export async function renderSender(body, id, ui) {
         field("Number", num(sender.phone_number, "phone-number")),
         field("Status", statusBadge(sender.status)),
         field("Throughput", `${sender.throughput_mps}/s`, "sender-throughput"),
+        field("Throughput from", THROUGHPUT_SOURCES[sender.throughput_source] ?? sender.throughput_source, "sender-throughput-source"),
         field("WhatsApp ID", sender.whatsapp_phone_number_id ? num(sender.whatsapp_phone_number_id) : null),
         field("Created", when(sender.created_at)))),
     queueCard, refusals, change);
