@@ -36,7 +36,10 @@ const HEADROOM = 0.95;
 const INCREASE_PER_SECOND = { belowCeiling: 0.1, aboveCeiling: 0.002 } as const;
 /** Factor of a sender's rate after a throughput refusal (multiplicative decrease). */
 const DECREASE = 0.75;
-/** Refusals within this long of a decrease count as the same one, in ms (they were sent at the old rate). */
+/**
+ * Refusals within this long of a decrease count as the same one, in ms (they were sent at the old rate); and the
+ * rate grows again only this long after the last refusal.
+ */
 const DECREASE_QUIET_MS = 1_000;
 /**
  * How long the rate of the last refusal is remembered, in ms: after this long without a refusal the ceiling is the
@@ -76,8 +79,9 @@ interface SenderRate {
  *   decrease: it was paced at the old rate), not below what the network
  *   took of the sender from this process in the last second; from a second
  *   after the last refusal, each second adds 10% of the configured rate up
- *   to 95% of the rate last refused, then 0.2% up to the configured rate. So a number the network
- *   holds lower than configured converges to just under its real limit,
+ *   to 95% of the rate last refused, then 0.2% up to the configured rate.
+ *   So a number the network holds lower than configured converges to just
+ *   under its real limit,
  *   probing above it slowly. The rate of the last refusal is remembered for
  *   CEILING_MEMORY_MS (30 s): then it is forgotten, the rate regains quickly
  *   (a refusal that was not the number's limit costs 30 s at most), and a
@@ -132,8 +136,8 @@ export class Pacer {
   /**
    * The network refused a message of `senderId` handed to it at `handedAt` for its throughput (130429): the sender's
    * rate is lowered by a quarter (not below what the network took from this process in the last second), unless the
-   * message was handed over before the last decrease or within a second of it; the rate grows again only from a
-   * second after this refusal.
+   * message was handed over before the last decrease or that decrease was less than a second ago; either way the
+   * rate grows again only from a second after this refusal.
    */
   throughputRefused(senderId: string, handedAt: Date): void {
     const rate = this.rates.get(senderId);
