@@ -85,7 +85,7 @@ describe("a sender's adaptive rate (AIMD)", () => {
     expect(await rate()).toBeCloseTo(76, 0);
   });
 
-  it("never lowers it below what the network took from this process in the last second (late refusals)", async () => {
+  it("never lowers it below the rate at which the network took the sender's messages over the last 3 s (late refusals)", async () => {
     const clock = createTestClock();
     const throttle = new Throttle({ limiter: createRateLimiter(db, clock, 1000), clock, holdMs: 3500, keepSlots: false });
     const asked: number[] = [];
@@ -98,28 +98,34 @@ describe("a sender's adaptive rate (AIMD)", () => {
       await pacer.turn({ senderId: sender, throughputMps: 80, to: "4915100000001" });
       return Math.round((asked.at(-1)! / 0.95) * 100) / 100;
     };
-    /** The network takes `n` of the sender's messages over the next second. */
-    const took = (n: number) => {
-      for (let i = 0; i < n; i++) {
-        clock.advance(Math.floor(1000 / n));
+    /** The network takes `perSecond` of the sender's messages a second for `seconds`, evenly. */
+    const took = (perSecond: number, seconds: number) => {
+      for (let i = 0; i < perSecond * seconds; i++) {
+        clock.advance(1000 / perSecond);
         pacer.taken(sender);
       }
     };
 
     expect(await rate()).toBe(80);
-    // The network took 72 in the last second: a refusal lowers the rate to 72, not by a quarter (60).
-    took(72);
+    // The network took 72 a second over the last 3 s: a refusal lowers the rate to 72, not by a quarter (60).
+    took(72, 3);
     pacer.throughputRefused(sender, clock.now());
     expect(await rate()).toBeCloseTo(72, 0);
-    // Refusals that keep coming at that rate while it took 66: 66, not 54.
-    took(66);
-    clock.advance(20); // a second after the last decrease
+    // Refusals that keep coming while it takes 66 a second: 66, not 54.
+    took(66, 3);
     pacer.throughputRefused(sender, clock.now());
     expect(await rate()).toBeCloseTo(66, 0);
-    // When it took little (a number held far lower), the quarter applies.
-    clock.advance(2000);
+    // A stall: nothing taken for half a second, then a refusal; the 3 s still count the 2.5 s before it (63 a second),
+    // more than the quarter off would leave.
+    took(76, 2.5);
+    clock.advance(500);
+    const stalled = await rate();
+    expect(0.75 * stalled).toBeLessThan(60);
+    pacer.throughputRefused(sender, clock.now());
+    expect(await rate()).toBeCloseTo((76 * 2.5) / 3, 0);
+    // When it took little over 3 s (a number held far lower), the quarter applies.
+    took(10, 3);
     const before = await rate();
-    took(10);
     pacer.throughputRefused(sender, clock.now());
     expect(await rate()).toBeCloseTo(0.75 * before, 0);
   });

@@ -42,6 +42,12 @@ const DECREASE = 0.75;
  */
 const DECREASE_QUIET_MS = 1_000;
 /**
+ * Over how long what the network took of a sender is counted, in ms, for the floor of a decrease (its rate over this
+ * long): longer than the stalls of a loaded process, after which the waiting messages go at once and some are
+ * refused while few were taken just before.
+ */
+const TAKEN_WINDOW_MS = 3_000;
+/**
  * How long the rate of the last refusal is remembered, in ms: after this long without a refusal the ceiling is the
  * configured rate again, and the rate regains quickly up to 95% of it. Refusals that are not the number's limit (a
  * bunch of messages handed over at once by a stalled process) would otherwise each lower the ceiling for good; a
@@ -63,7 +69,7 @@ interface SenderRate {
   loweredAt: number;
   /** When the last throughput refusal came, in ms since the epoch (counted or not): the rate grows only from DECREASE_QUIET_MS after it. */
   refusedAt: number;
-  /** When the network took this process's messages of the sender in the last second, in ms since the epoch, oldest first. */
+  /** When the network took this process's messages of the sender within TAKEN_WINDOW_MS, in ms since the epoch, oldest first. */
   taken: number[];
 }
 
@@ -76,8 +82,9 @@ interface SenderRate {
  *   rate starts from the sender's `throughput_mps` and adapts (AIMD): a
  *   throughput refusal (130429) lowers it by a quarter at once (once a
  *   second at most, and not for a message handed over before the last
- *   decrease: it was paced at the old rate), not below what the network
- *   took of the sender from this process in the last second; from a second
+ *   decrease: it was paced at the old rate), not below the rate at which
+ *   the network took the sender's messages from this process over the last
+ *   3 s; from a second
  *   after the last refusal, each second adds 10% of the configured rate up
  *   to 95% of the rate last refused, then 0.2% up to the configured rate.
  *   So a number the network holds lower than configured converges to just
@@ -135,7 +142,7 @@ export class Pacer {
 
   /**
    * The network refused a message of `senderId` handed to it at `handedAt` for its throughput (130429): the sender's
-   * rate is lowered by a quarter (not below what the network took from this process in the last second), unless the
+   * rate is lowered by a quarter (not below the rate the network took from this process over TAKEN_WINDOW_MS), unless the
    * message was handed over before the last decrease or that decrease was less than a second ago; either way the
    * rate grows again only from a second after this refusal.
    */
@@ -150,27 +157,27 @@ export class Pacer {
     // A message handed over before the last decrease was paced at the rate before it: its refusal says nothing new.
     if (handedAt.getTime() <= rate.loweredAt || now - rate.loweredAt < DECREASE_QUIET_MS) return;
     rate.ceiling = rate.current;
-    // Not below what the network took from this process in the last second: refusals that come late (messages
-    // already on their way) would otherwise lower the rate by a quarter again and again, far under the number's limit.
-    rate.current = Math.max(1, rate.current * DECREASE, Math.min(rate.current, this.takenLastSecond(rate, now)));
+    // Not below the rate the network took from this process: refusals that come late (messages already on their way)
+    // would otherwise lower the rate by a quarter again and again, far under the number's limit.
+    rate.current = Math.max(1, rate.current * DECREASE, Math.min(rate.current, this.takenRate(rate, now)));
     rate.changedAt = rate.loweredAt = now;
   }
 
-  /** The network took a message of `senderId` (this process's count of the last second, for throughputRefused). */
+  /** The network took a message of `senderId` (this process's count over TAKEN_WINDOW_MS, for throughputRefused). */
   taken(senderId: string): void {
     const rate = this.rates.get(senderId);
     if (!rate) return;
     const now = this.o.clock.now().getTime();
     rate.taken.push(now);
-    this.takenLastSecond(rate, now);
+    this.takenRate(rate, now);
   }
 
-  /** Messages of the sender the network took from this process in the second before `now`. */
-  private takenLastSecond(rate: SenderRate, now: number): number {
+  /** The rate at which the network took the sender's messages from this process over TAKEN_WINDOW_MS before `now`, per second. */
+  private takenRate(rate: SenderRate, now: number): number {
     let old = 0;
-    while (old < rate.taken.length && rate.taken[old]! <= now - 1000) old++;
+    while (old < rate.taken.length && rate.taken[old]! <= now - TAKEN_WINDOW_MS) old++;
     if (old > 0) rate.taken.splice(0, old);
-    return rate.taken.length;
+    return rate.taken.length / (TAKEN_WINDOW_MS / 1000);
   }
 
   /**
