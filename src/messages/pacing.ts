@@ -82,19 +82,17 @@ interface SenderRate {
  *   rate starts from the sender's `throughput_mps` and adapts (AIMD): a
  *   throughput refusal (130429) lowers it by a quarter at once (once a
  *   second at most, and not for a message handed over before the last
- *   decrease: it was paced at the old rate), not below the rate at which
- *   the network took the sender's messages from this process over the last
- *   3 s; from a second
- *   after the last refusal, each second adds 10% of the configured rate up
- *   to 95% of the rate last refused, then 0.2% up to the configured rate.
- *   So a number the network holds lower than configured converges to just
- *   under its real limit,
- *   probing above it slowly. The rate of the last refusal is remembered for
- *   CEILING_MEMORY_MS (30 s): then it is forgotten, the rate regains quickly
- *   (a refusal that was not the number's limit costs 30 s at most), and a
- *   number held lower is probed once more. The adaptive rate is each process's own (each
- *   learns from its own refusals). Messages are paced at 95% of it
- *   (HEADROOM).
+ *   decrease: it was paced at the old rate), not below the rate at which the
+ *   network took the sender's messages from this process over the last 3 s;
+ *   from a second after the last refusal, each second adds 10% of the
+ *   configured rate up to 95% of the rate last refused, then 0.2% up to the
+ *   configured rate. So a number the network holds lower than configured
+ *   converges to just under its real limit, probing above it slowly. The
+ *   rate of the last refusal is remembered for CEILING_MEMORY_MS (30 s):
+ *   then it is forgotten, the rate regains quickly (a refusal that was not
+ *   the number's limit costs 30 s at most), and a number held lower is
+ *   probed once more. The adaptive rate is each process's own (each learns
+ *   from its own refusals). Messages are paced at 95% of it (HEADROOM).
  * - **Per recipient** (the pair of number and user): at most `pairBurst`
  *   messages at once less one kept in reserve, then one per
  *   `pairIntervalMs` (a generic cell rate algorithm: a burst borrows from
