@@ -5,6 +5,7 @@ import { Writable } from "node:stream";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLogger } from "../src/shared/logger.js";
+import { EVENTS_PENDING } from "../src/messages/message-store.js";
 import { startEmbeddedMongo, type EmbeddedDatabase } from "../src/store/embedded-mongo.js";
 import { rest } from "./helpers/clients.js";
 import { startServiceProcess, stopProcess } from "./helpers/processes.js";
@@ -227,14 +228,21 @@ describe("2 api + 2 worker processes on one database, kill -9 of an api process 
       // Settled: a dead process's claims lapse after 3 s, its reports, leases and credit changes after 10 s, the sweep
       // runs every 2 s; a generous deadline for a loaded machine, polled.
       const settleBy = lastAnswerAt + 60_000;
+      // Settled also means no status change waits for its event: a process killed between a message's status and its
+      // event leaves the mark (events_pending), and the sweep fires that event once the change is RECOVERY_AGE_MS old.
+      const marked = { workspace_id: workspaceId, ...EVENTS_PENDING };
       await eventually(async () => {
         const open = await messages.countDocuments({ workspace_id: workspaceId, $or: [{ status: { $nin: ["read", "failed"] } }, { status: "failed", refund_state: { $ne: "done" } }] });
         const ws = await workspaces.findOne({ _id: workspaceId });
-        return open === 0 && Object.keys(ws?.credit_ops ?? {}).length === 0 ? true : undefined;
+        const eventsPending = await messages.countDocuments(marked);
+        return open === 0 && eventsPending === 0 && Object.keys(ws?.credit_ops ?? {}).length === 0 ? true : undefined;
       }, Math.max(1000, settleBy - Date.now()), 250).catch(async (err: Error) => {
         const open = await messages.find({ workspace_id: workspaceId, $or: [{ status: { $nin: ["read", "failed"] } }, { status: "failed", refund_state: { $ne: "done" } }] }).toArray();
         const pendingCredits = (await workspaces.findOne({ _id: workspaceId }))?.credit_ops ?? {};
-        throw new Error(`${err.message}: not final ${JSON.stringify(open.map((m) => [m._id, m.status, m.refund_state]))}; credit operations pending ${JSON.stringify(pendingCredits)}`);
+        const pendingEvents = await messages.find(marked).toArray();
+        throw new Error(
+          `${err.message}: not final ${JSON.stringify(open.map((m) => [m._id, m.status, m.refund_state]))}; credit operations pending ${JSON.stringify(pendingCredits)}; events pending ${JSON.stringify(pendingEvents.map((m) => [m._id, m.status, (m as { events_pending?: string[] }).events_pending]))}`,
+        );
       });
       const stored = await messages.find({ workspace_id: workspaceId, direction: "outbound" } as never).toArray();
       // Every answered message stored once, no other message stored.
