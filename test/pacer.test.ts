@@ -26,21 +26,29 @@ afterAll(async () => {
   await client.close();
 });
 
+/**
+ * A pacer over the shared throttle with the injectable clock, and a sender configured at 80/s; `rate` reads the
+ * sender's rate now, as its next turn asks for it (less the 5% headroom), in messages per second.
+ */
+function pacedSender() {
+  const clock = createTestClock();
+  const throttle = new Throttle({ limiter: createRateLimiter(db, clock, 1000), clock, holdMs: 3500, keepSlots: false });
+  const asked: number[] = [];
+  const turn = throttle.turn.bind(throttle);
+  throttle.turn = (subject, limit, slot) => (asked.push(limit), turn(subject, limit, slot));
+  const pacer = new Pacer({ throttle, clock, options: { pairIntervalMs: 0, pairBurst: 1, holdMs: 3500 } });
+  const sender = `snd_${randomUUID()}`;
+  const rate = async () => {
+    clock.advance(1); // a turn per millisecond at most: each asks anew
+    await pacer.turn({ senderId: sender, throughputMps: 80, to: "4915100000001" });
+    return Math.round((asked.at(-1)! / 0.95) * 100) / 100;
+  };
+  return { clock, pacer, sender, rate };
+}
+
 describe("a sender's adaptive rate (AIMD)", () => {
   it("lowers it by a quarter on a refusal, regains quickly below the rate refused and slowly above, and forgets that rate after 30 s", async () => {
-    const clock = createTestClock();
-    const throttle = new Throttle({ limiter: createRateLimiter(db, clock, 1000), clock, holdMs: 3500, keepSlots: false });
-    const asked: number[] = [];
-    const turn = throttle.turn.bind(throttle);
-    throttle.turn = (subject, limit, slot) => (asked.push(limit), turn(subject, limit, slot));
-    const pacer = new Pacer({ throttle, clock, options: { pairIntervalMs: 0, pairBurst: 1, holdMs: 3500 } });
-    const sender = `snd_${randomUUID()}`;
-    /** The sender's rate now, as its next turn asks for it (less the 5% headroom), in messages per second. */
-    const rate = async () => {
-      clock.advance(1); // a turn per millisecond at most: each asks anew
-      await pacer.turn({ senderId: sender, throughputMps: 80, to: "4915100000001" });
-      return Math.round((asked.at(-1)! / 0.95) * 100) / 100;
-    };
+    const { clock, pacer, sender, rate } = pacedSender();
 
     expect(await rate()).toBe(80);
     pacer.throughputRefused(sender, clock.now());
@@ -86,18 +94,7 @@ describe("a sender's adaptive rate (AIMD)", () => {
   });
 
   it("never lowers it below the rate at which the network took the sender's messages over the last 3 s (late refusals)", async () => {
-    const clock = createTestClock();
-    const throttle = new Throttle({ limiter: createRateLimiter(db, clock, 1000), clock, holdMs: 3500, keepSlots: false });
-    const asked: number[] = [];
-    const turn = throttle.turn.bind(throttle);
-    throttle.turn = (subject, limit, slot) => (asked.push(limit), turn(subject, limit, slot));
-    const pacer = new Pacer({ throttle, clock, options: { pairIntervalMs: 0, pairBurst: 1, holdMs: 3500 } });
-    const sender = `snd_${randomUUID()}`;
-    const rate = async () => {
-      clock.advance(1);
-      await pacer.turn({ senderId: sender, throughputMps: 80, to: "4915100000001" });
-      return Math.round((asked.at(-1)! / 0.95) * 100) / 100;
-    };
+    const { clock, pacer, sender, rate } = pacedSender();
     /** The network takes `perSecond` of the sender's messages a second for `seconds`, evenly. */
     const took = (perSecond: number, seconds: number) => {
       for (let i = 0; i < perSecond * seconds; i++) {

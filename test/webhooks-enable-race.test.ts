@@ -38,13 +38,24 @@ afterAll(async () => {
   await client.close();
 });
 
-/** The engine's attempts over the real stores, with `store`'s release write preceded by `before`. */
-function attemptsWith(store: DeliveryStore, endpoints: EndpointStore, before: () => Promise<void>): { attempts: Attempts; woken: Date[] } {
+/**
+ * An attempt of a delivery held by a lease, to an endpoint disabled before it began, run over the real stores with
+ * `before` (the console's change, handed the endpoint's id and the stores) right before the release's write; the
+ * delivery as stored after, and the times the claims were woken for.
+ */
+async function releaseRacing(before: (endpointId: string, store: DeliveryStore, endpoints: EndpointStore) => Promise<void>): Promise<{ stored: DeliveryRecord | null; woken: Date[] }> {
+  const endpoints = createEndpointStore(db, systemClock, secretKey);
+  const store = createDeliveryStore(db);
+  const { record: endpoint } = await endpoints.create({ workspaceId: "ws_race", name: "race", url: "http://127.0.0.1:9/", events: ["message.delivered"], rateLimit: null });
+  await endpoints.disable(endpoint._id, "by hand");
+  const lease = `process-a:${randomUUID()}`;
+  const delivery = leasedDelivery(endpoint._id, lease);
+  await store.insert([delivery]);
   const woken: Date[] = [];
   const racing: DeliveryStore = {
     ...store,
     async endWithoutAttempt(id, lease, status, now) {
-      await before();
+      await before(endpoint._id, store, endpoints);
       return store.endWithoutAttempt(id, lease, status, now);
     },
   };
@@ -60,7 +71,8 @@ function attemptsWith(store: DeliveryStore, endpoints: EndpointStore, before: ()
     leaseMs: 3000,
     dueAt: (at) => woken.push(at),
   });
-  return { attempts, woken };
+  await attempts.run({ delivery, body: "{}", number: 1, lease });
+  return { stored: await store.get(delivery._id), woken };
 }
 
 /** A delivery of a new event to `endpointId`, pending and held by `lease` (its first attempt begins). */
@@ -90,26 +102,15 @@ function leasedDelivery(endpointId: string, lease: string): DeliveryRecord {
 
 describe("a delivery released as disabled while its endpoint is enabled", () => {
   it("is pending and due again, not left waiting for an endpoint that is already enabled", async () => {
-    const endpoints = createEndpointStore(db, systemClock, secretKey);
-    const store = createDeliveryStore(db);
-    const { record: endpoint } = await endpoints.create({ workspaceId: "ws_race", name: "race", url: "http://127.0.0.1:9/", events: ["message.delivered"], rateLimit: null });
-    await endpoints.disable(endpoint._id, "by hand");
-
-    const lease = "process-a:1";
-    const delivery = leasedDelivery(endpoint._id, lease);
-    await store.insert([delivery]);
-
     // What the console's enable does (src/webhooks/endpoint-service.ts, Dispatcher.resume), between the attempt's read and its write.
     let enabledAt: Date | undefined;
-    const { attempts, woken } = attemptsWith(store, endpoints, async () => {
-      await endpoints.enable(endpoint._id);
+    const { stored, woken } = await releaseRacing(async (endpointId, store, endpoints) => {
+      await endpoints.enable(endpointId);
       enabledAt = new Date();
-      await store.resumeEndpoint(endpoint._id, enabledAt);
+      await store.resumeEndpoint(endpointId, enabledAt);
     });
-    await attempts.run({ delivery, body: "{}", number: 1, lease });
 
     expect(enabledAt).toBeDefined();
-    const stored = await store.get(delivery._id);
     expect(stored).toMatchObject({ status: "pending", lease_owner: null });
     expect(stored?.due_at?.getTime()).toBeGreaterThanOrEqual((enabledAt as Date).getTime());
     expect(stored?.due_at?.getTime()).toBeLessThanOrEqual(Date.now());
@@ -118,37 +119,19 @@ describe("a delivery released as disabled while its endpoint is enabled", () => 
   });
 
   it("is canceled when its endpoint is deleted meanwhile, not left waiting for an endpoint that is gone", async () => {
-    const endpoints = createEndpointStore(db, systemClock, secretKey);
-    const store = createDeliveryStore(db);
-    const { record: endpoint } = await endpoints.create({ workspaceId: "ws_race", name: "gone", url: "http://127.0.0.1:9/", events: ["message.delivered"], rateLimit: null });
-    await endpoints.disable(endpoint._id, "by hand");
-    const lease = "process-a:3";
-    const delivery = leasedDelivery(endpoint._id, lease);
-    await store.insert([delivery]);
     // What the console's delete does (Dispatcher.cancel), between the attempt's read and its write: the cancel ends
     // the lease too, so the release's write finds nothing to change.
-    const { attempts, woken } = attemptsWith(store, endpoints, async () => {
-      await endpoints.delete(endpoint._id);
-      await store.cancelEndpoint(endpoint._id, new Date());
+    const { stored, woken } = await releaseRacing(async (endpointId, store, endpoints) => {
+      await endpoints.delete(endpointId);
+      await store.cancelEndpoint(endpointId, new Date());
     });
-    await attempts.run({ delivery, body: "{}", number: 1, lease });
-    const stored = await store.get(delivery._id);
     expect(stored).toMatchObject({ status: "canceled", lease_owner: null });
     expect(stored?.due_at).toBeUndefined();
     expect(woken).toHaveLength(0);
   });
 
   it("stays disabled, and nothing is woken, while its endpoint stays disabled", async () => {
-    const endpoints = createEndpointStore(db, systemClock, secretKey);
-    const store = createDeliveryStore(db);
-    const { record: endpoint } = await endpoints.create({ workspaceId: "ws_race", name: "still", url: "http://127.0.0.1:9/", events: ["message.delivered"], rateLimit: null });
-    await endpoints.disable(endpoint._id, "by hand");
-    const lease = "process-a:2";
-    const delivery = leasedDelivery(endpoint._id, lease);
-    await store.insert([delivery]);
-    const { attempts, woken } = attemptsWith(store, endpoints, async () => {});
-    await attempts.run({ delivery, body: "{}", number: 1, lease });
-    const stored = await store.get(delivery._id);
+    const { stored, woken } = await releaseRacing(async () => {});
     expect(stored).toMatchObject({ status: "disabled", lease_owner: null });
     expect(stored?.due_at).toBeUndefined();
     expect(woken).toHaveLength(0);
