@@ -4,7 +4,7 @@ import { SenderService } from "../../gen/messaging/console/v1/senders_pb.js";
 import { TemplateService } from "../../gen/messaging/console/v1/templates_pb.js";
 import { WorkspaceService } from "../../gen/messaging/console/v1/workspaces_pb.js";
 import { startServiceProcess, stopProcess } from "../helpers/processes.js";
-import { consoleClients, percentile, table, UPGRADED_NUMBER } from "./harness.js";
+import { awaitDispatched, consoleClients, percentile, table, UPGRADED_NUMBER } from "./harness.js";
 
 const CONSOLE_TOKEN = "bench-console-token-0123456789";
 
@@ -71,16 +71,9 @@ export async function runScheduledBench(options: { mongodbUri: string; scale: nu
       template: { id: template!.id, variables: { name: "Ada", code: String(i) } },
       send_at: sendAt.toISOString(),
     });
-    /** Waits until none of `senderId`'s messages is scheduled or accepted (15 minutes at most). */
-    const settled = async (senderId: string, name: string) => {
-      const started = Date.now();
-      for (;;) {
-        const waiting = await messages.countDocuments({ sender_id: senderId, status: { $in: ["scheduled", "accepted"] } });
-        if (waiting === 0) return;
-        if (Date.now() - started > 900_000) throw new Error(`scheduled bench: ${name}: ${waiting} messages not sent after 15 minutes`);
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    };
+    /** Waits until all `count` messages of `senderId` are sent or failed (awaitDispatched: polled from an index). */
+    const settled = (senderId: string, count: number, name: string) =>
+      awaitDispatched(mongo.db(database), { senderIds: [senderId], count, name: `scheduled bench: ${name}`, everyMs: 500 });
     const sender = async (phoneNumber: string, throughputMps: number) =>
       (await client(SenderService).createSender({ workspaceId, phoneNumber, name: phoneNumber, throughputMps })).sender!.id;
 
@@ -95,7 +88,7 @@ export async function runScheduledBench(options: { mongodbUri: string; scale: nu
       await send(idleKeys[Math.floor(i / SENDS_PER_KEY)]!, message(idleSender, `4916${String(i).padStart(7, "0")}12`, i, new Date(Date.now() + aheadMs)));
       await new Promise((r) => setTimeout(r, 50));
     }
-    await settled(idleSender, "idle queue");
+    await settled(idleSender, idle, "idle queue");
     const idleRefused = (await refusals()) - idleRefusedBefore;
     const lateness = async (senderId: string) =>
       Float64Array.from(
@@ -142,7 +135,7 @@ export async function runScheduledBench(options: { mongodbUri: string; scale: nu
       );
       const acceptedS = (Date.now() - acceptStarted) / 1000;
       if (Date.now() >= sendAt.getTime()) throw new Error(`scheduled bench: the sends took ${acceptedS} s, past their send_at`);
-      await settled(senderId, `one instant, ${phoneNumber}`);
+      await settled(senderId, burst, `one instant, ${phoneNumber}`);
       const refused = (await refusals()) - refusedBefore;
       const late = await lateness(senderId);
       const failed = await messages.countDocuments({ sender_id: senderId, status: "failed" });
