@@ -127,3 +127,38 @@ describe("a sender's adaptive rate (AIMD)", () => {
     expect(await rate()).toBeCloseTo(0.75 * before, 0);
   });
 });
+
+describe("the hand-over to the network (after the claim's write)", () => {
+  it("spaces messages handed over at once at the sender's rate, half a second's worth at once, in order, never past the longest wait", async () => {
+    const { clock, pacer, sender, rate } = pacedSender();
+    /** The waits of `count` messages handed over at the same instant, in whole ms. */
+    const handed = (count: number, maxWaitMs = 5_000) => Array.from({ length: count }, () => pacer.handOver(sender, maxWaitMs));
+    const step = 1000 / 80;
+
+    // A sender without a turn in this process goes at once.
+    expect(pacer.handOver(`snd_${randomUUID()}`, 5_000)).toBe(0);
+    expect(await rate()).toBe(80);
+    // Two seconds of turns at once (a claim's write held up): the first half second's worth (40, and the one the
+    // bucket ends on) at once, then one per 1/80 s in the order asked.
+    const waits = handed(160);
+    expect(waits.slice(0, 41)).toEqual(Array(41).fill(0));
+    waits.slice(41).forEach((wait, i) => expect(wait).toBe(Math.round((i + 1) * step)));
+    // The next message waits behind them all; once they went, a message goes at once again.
+    expect(pacer.handOver(sender, 5_000)).toBe(120 * step);
+    clock.advance(121 * step + 1000);
+    expect(pacer.handOver(sender, 5_000)).toBe(0);
+
+    // At the rate a refusal lowered: the network took nothing lately, so by a quarter, to 60 a second.
+    clock.advance(3_000);
+    pacer.throughputRefused(sender, clock.now());
+    expect(await rate()).toBe(60);
+    clock.advance(500); // within the second after the refusal: not regained yet
+    const lowered = handed(40);
+    expect(lowered.slice(0, 31)).toEqual(Array(31).fill(0));
+    lowered.slice(31).forEach((wait, i) => expect(Math.abs(wait - (i + 1) * (1000 / 60))).toBeLessThanOrEqual(0.5));
+
+    // Never longer than the longest wait given (the claim is held meanwhile).
+    clock.advance(10_000);
+    expect(Math.max(...handed(200, 300))).toBe(300);
+  });
+});

@@ -64,6 +64,9 @@ export const DISPATCH_MAX_IN_FLIGHT = 512;
  */
 export const PACING_HOLD_MS = (DISPATCH_LEASE_MS - DISPATCH_LEASE_MARGIN_MS) / 2;
 
+/** Longest wait of a claimed message at the hand-over to the network (Pacer.handOver), in ms, unless the claim's timeout is short. */
+export const HAND_OVER_MAX_WAIT_MS = 5_000;
+
 /** The network's refusals for its rate limits: the message goes again at its turn, the attempt not counted. */
 const THROUGHPUT_REFUSED = 130429;
 const PAIR_RATE_REFUSED = 131056;
@@ -186,6 +189,8 @@ export function createDispatcher(deps: {
     await messages.postponeDispatch(items);
     return items.map(() => undefined);
   }, 200);
+  /** Longest wait at the hand-over (Pacer.handOver), in ms: the claim holds the message meanwhile, so a quarter of its timeout at most. */
+  const handOverMaxWaitMs = Math.min(HAND_OVER_MAX_WAIT_MS, options.claimTimeoutMs / 4);
   const leaseLeft = (lease: Date) => lease.getTime() - DISPATCH_LEASE_MARGIN_MS - clock.now().getTime();
 
   /** A message handed over by the queue (held here, or claimed), by its dispatch state. */
@@ -249,6 +254,9 @@ export function createDispatcher(deps: {
     // (the claim then matched nothing). Read back: still held with this claim, it is this process's to send (its
     // lease now runs to the claim timeout); otherwise it is left to its new holder.
     if (leaseLeft(held) <= 0 && !(await messages.isClaimedBy(message._id, lease, now))) return;
+    // Spaced again at its sender's rate after the claim's write, whose time varies (Pacer.handOver, README "Pacing").
+    const handOverWait = message.sender_id ? pacer.handOver(message.sender_id, handOverMaxWaitMs) : 0;
+    if (handOverWait > 0) await new Promise((resolve) => setTimeout(resolve, handOverWait));
     const send = pending.send;
     const attempts = message.dispatch!.attempts;
     let networkId: string;

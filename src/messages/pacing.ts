@@ -54,6 +54,12 @@ const TAKEN_WINDOW_MS = 3_000;
  * number the network holds lower is probed again once in this long (a refusal or two, then the rate is lowered).
  */
 const CEILING_MEMORY_MS = 30_000;
+/**
+ * How much of a second's worth of a sender's rate may be handed to the network at once (Pacer.handOver): the network
+ * takes a second's worth at once (a token bucket); the other half is left for the time from the hand-over to the
+ * network's count of it, which varies.
+ */
+const HAND_OVER_BURST_SECONDS = 0.5;
 
 /** One sender's adaptive rate in this process. */
 interface SenderRate {
@@ -71,6 +77,8 @@ interface SenderRate {
   refusedAt: number;
   /** When the network took this process's messages of the sender within TAKEN_WINDOW_MS, in ms since the epoch, oldest first. */
   taken: number[];
+  /** When the sender's next message would be handed to the network with no burst left (handOver), in ms since the epoch. */
+  handOverAt: number;
 }
 
 /**
@@ -92,7 +100,8 @@ interface SenderRate {
  *   then it is forgotten, the rate regains quickly (a refusal that was not
  *   the number's limit costs 30 s at most), and a number held lower is
  *   probed once more. The adaptive rate is each process's own (each learns
- *   from its own refusals). Messages are paced at 95% of it (HEADROOM).
+ *   from its own refusals). Messages are paced at 95% of it (HEADROOM),
+ *   and spaced again at it right before the network call (handOver).
  * - **Per recipient** (the pair of number and user): at most `pairBurst`
  *   messages at once less one kept in reserve, then one per
  *   `pairIntervalMs` (a generic cell rate algorithm: a burst borrows from
@@ -136,6 +145,25 @@ export class Pacer {
     const turn = await this.o.throttle.turn(`sender:${message.senderId}`, this.rate(message.senderId, message.throughputMps) * HEADROOM);
     if (turn.go) return turn;
     return { go: false, at: turn.at, slot: turn.slot, reason: "sender_rate" };
+  }
+
+  /**
+   * How long a message of `senderId` whose turn came (turn) waits before it is handed to the network, in whole ms (0:
+   * at once); it counts as handed over then. At the sender's rate as adapted (without turn's 5% headroom),
+   * HAND_OVER_BURST_SECONDS of it at once, in the order asked: a generic cell rate algorithm, as the network counts.
+   * Between a turn and the network call come a wait for a network slot and the claim's write, whose times vary: a
+   * claim's write held up 1.6 to 1.9 s by a busy database let two seconds of turns through at once, and the network
+   * refused what went past its second's worth; this spaces them again, where a wait of the turn alone would not.
+   * Never longer than `maxWaitMs` (the message's claim is held meanwhile). 0 for a sender without a turn here.
+   */
+  handOver(senderId: string, maxWaitMs: number): number {
+    const rate = this.rates.get(senderId);
+    if (!rate) return 0;
+    const now = this.o.clock.now().getTime();
+    this.settle(rate, now);
+    const wait = Math.min(maxWaitMs, Math.max(0, Math.round(rate.handOverAt - HAND_OVER_BURST_SECONDS * 1000 - now)));
+    rate.handOverAt = Math.max(rate.handOverAt, now + wait) + 1000 / rate.current;
+    return wait;
   }
 
   /**
@@ -195,7 +223,7 @@ export class Pacer {
     const now = this.o.clock.now().getTime();
     let rate = this.rates.get(senderId);
     if (!rate || rate.configured !== throughputMps) {
-      rate = { configured: throughputMps, current: throughputMps, ceiling: throughputMps, changedAt: now, loweredAt: 0, refusedAt: 0, taken: [] };
+      rate = { configured: throughputMps, current: throughputMps, ceiling: throughputMps, changedAt: now, loweredAt: 0, refusedAt: 0, taken: [], handOverAt: 0 };
       this.rates.set(senderId, rate);
     }
     this.settle(rate, now);
