@@ -377,6 +377,61 @@ describe("the embedded database", () => {
     }
   });
 
+  it("reads an aggregate led by a $match as a find of it (by an index that holds it), with the answer of a full read, on both backends", async () => {
+    const base = 1_700_000_000_000;
+    // `at` runs against `_id`: documents read by the {at: 1} index come in another order than a full read's.
+    const docs = Array.from({ length: 120 }, (_, i) => ({
+      _id: `a${String(i).padStart(3, "0")}`,
+      state: ["pending", "done", "done"][i % 3],
+      sender: `s${i % 4}`,
+      at: new Date(base + (120 - i) * 1000),
+    }));
+    for (const backend of [{ kind: "memory" as const }, { kind: "h2" as const, file: path.join(temp, "aggregate", "database.mv"), commitIntervalMs: 100 }]) {
+      const db = await startEmbeddedMongo(backend);
+      const client = await new MongoClient(db.uri).connect();
+      try {
+        const things = client.db("app").collection<(typeof docs)[number]>("things");
+        await things.createIndex({ at: 1 }, { name: "pending_by_at", partialFilterExpression: { state: "pending" } });
+        await things.insertMany(docs);
+        const pending = docs.filter((d) => d.state === "pending");
+        const byAt = (list: typeof docs) => [...list].sort((a, b) => a.at.getTime() - b.at.getTime()).map((d) => d._id);
+        // Held by the partial index: read by it, so in its order (a full read gives the order stored).
+        const matched = await things.aggregate<{ _id: string }>([{ $match: { state: "pending", at: { $gte: new Date(base) } } }, { $project: { _id: 1 } }]).toArray();
+        expect(matched.map((d) => d._id)).toEqual(byAt(pending));
+        // Not held by an index: the same documents, read whole, in the order stored.
+        const unheld = await things.aggregate<{ _id: string }>([{ $match: { sender: "s1" } }, { $project: { _id: 1 } }]).toArray();
+        expect(unheld.map((d) => d._id)).toEqual(docs.filter((d) => d.sender === "s1").map((d) => d._id));
+        // The gauges' shape (a $match, a $match of an $expr, a $group with $min): the answer of the same pipeline
+        // over every document.
+        const cut = new Date(base + 60_000);
+        const gauges = [
+          { $match: { state: "pending", at: { $gte: new Date(base) } } },
+          { $match: { $expr: { $lte: ["$at", cut] } } },
+          { $group: { _id: "$sender", n: { $sum: 1 }, oldest: { $min: "$at" } } },
+          { $sort: { _id: 1 } },
+        ];
+        const expected = ["s0", "s1", "s2", "s3"]
+          .map((sender) => pending.filter((d) => d.sender === sender && d.at <= cut))
+          .filter((group) => group.length > 0)
+          .map((group) => ({ _id: group[0]!.sender, n: group.length, oldest: new Date(Math.min(...group.map((d) => d.at.getTime()))) }));
+        expect(await things.aggregate(gauges).toArray()).toEqual(expected);
+        expect(await things.aggregate([{ $match: {} }, ...gauges]).toArray()).toEqual(expected);
+        // Only the aggregate's own read is narrowed: a $lookup of the same collection reads it as usual.
+        const joined = await things
+          .aggregate<{ _id: string; same: { _id: string }[] }>([
+            { $match: { state: "pending", at: { $gte: new Date(base) } } },
+            { $limit: 2 },
+            { $lookup: { from: "things", localField: "sender", foreignField: "sender", as: "same" } },
+          ])
+          .toArray();
+        expect(joined.map((d) => d.same.length)).toEqual([30, 30]);
+      } finally {
+        await client.close();
+        await db.stop();
+      }
+    }
+  });
+
   it("counts from its indexes (countDocuments, a $group of $sum by one field) exactly as a full read does, while documents change, on both backends", async () => {
     // Documents whose counted fields take the shapes a count must see or skip: strings, numbers, dates, null,
     // missing, arrays (a multikey index counts from the documents); sparse and partial indexes. Each count must be

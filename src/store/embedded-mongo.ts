@@ -17,7 +17,7 @@ import { createJavaLogReader, logJavaRecord } from "./embedded-mongo-log.js";
 
 const sourceDir = path.join(projectRoot, "src", "store", "embedded-mongo");
 /** The launcher's Java sources: its main class, the BSON storage of the H2 backend, and the indexes it keeps in memory. */
-const launcherSources = ["EmbeddedMongoServer.java", "BsonStore.java", "SecondaryIndex.java", "UniqueIndex.java", "ChangedFieldsUpdate.java", "CommandCounts.java", "IndexCounts.java", "Ranks.java"].map((name) => path.join(sourceDir, name));
+const launcherSources = ["EmbeddedMongoServer.java", "BsonStore.java", "SecondaryIndex.java", "UniqueIndex.java", "ChangedFieldsUpdate.java", "CommandCounts.java", "IndexCounts.java", "Ranks.java", "AggregateInput.java"].map((name) => path.join(sourceDir, name));
 const pomFile = path.join(sourceDir, "pom.xml");
 
 /** Which storage the embedded server uses. */

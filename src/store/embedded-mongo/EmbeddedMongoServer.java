@@ -409,7 +409,8 @@ public final class EmbeddedMongoServer {
                         @Override
                         public Document handleCommand(Channel channel, String command, Document query, DatabaseResolver resolver, Oplog oplog) {
                             Document counted = IndexCounts.answer(command, query, name -> resolveCollection(name, false), this::getFullCollectionNamespace);
-                            return counted != null ? counted : inBatches(command, query, super.handleCommand(channel, command, query, resolver, oplog), cursorRegistry);
+                            return counted != null ? counted : inBatches(command, query, AggregateInput.answering(command, query, name -> resolveCollection(name, false),
+                                () -> super.handleCommand(channel, command, query, resolver, oplog)), cursorRegistry);
                         }
 
                         @Override
@@ -433,6 +434,11 @@ public final class EmbeddedMongoServer {
                                 @Override
                                 protected int getDataSize() {
                                     return dataSizeOf(streamAllDocumentsWithPosition());
+                                }
+
+                                @Override
+                                public Stream<Document> queryAllAsStream() {
+                                    return AggregateInput.read(this, super::queryAllAsStream);
                                 }
 
                                 @Override
@@ -482,7 +488,8 @@ public final class EmbeddedMongoServer {
                             }
                             BsonStore.COPY.set(BsonStore.Copy.forCommand(command));
                             try {
-                                return inBatches(command, query, super.handleCommand(channel, command, query, resolver, oplog), cursorRegistry);
+                                return inBatches(command, query, AggregateInput.answering(command, query, name -> resolveCollection(name, false),
+                                    () -> super.handleCommand(channel, command, query, resolver, oplog)), cursorRegistry);
                             } finally {
                                 BsonStore.COPY.remove();
                             }
@@ -520,6 +527,11 @@ public final class EmbeddedMongoServer {
                                 @Override
                                 protected int getDataSize() {
                                     return dataSizeOf(streamAllDocumentsWithPosition());
+                                }
+
+                                @Override
+                                public Stream<Document> queryAllAsStream() {
+                                    return AggregateInput.read(this, super::queryAllAsStream);
                                 }
 
                                 @Override
