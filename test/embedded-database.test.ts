@@ -469,7 +469,9 @@ describe("the embedded database", () => {
       [w2out, "$status"],
       [w2out, "$dir"],
       [w2out, "$n"],
-      [w2out, "$tags"],
+      // Read whole by both (no index leads with dir): the library groups a field of arrays and plain values by its
+      // matching ("x" with ["x", "y"]) under the first value read, so its answer depends on the order read.
+      [{ dir: "out" }, "$tags"],
       [w2out, null],
       [{ ws: "w1", dir: "out", status: { $in: ["read", "sent", "nothing"] } }, "$status"],
       [{ ws: "w1", dir: "out", status: { $gt: "delivered" } }, "$status"],
