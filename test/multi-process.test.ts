@@ -231,13 +231,15 @@ describe("2 api + 2 worker processes on one database, kill -9 of an api process 
       // Settled also means no status change waits for its event: a process killed between a message's status and its
       // event leaves the mark (events_pending), and the sweep fires that event once the change is RECOVERY_AGE_MS old.
       const marked = { workspace_id: workspaceId, ...EVENTS_PENDING };
+      /** Messages not final yet: neither read nor failed, or failed and not refunded. */
+      const notFinal = { workspace_id: workspaceId, $or: [{ status: { $nin: ["read", "failed"] } }, { status: "failed", refund_state: { $ne: "done" } }] };
       await eventually(async () => {
-        const open = await messages.countDocuments({ workspace_id: workspaceId, $or: [{ status: { $nin: ["read", "failed"] } }, { status: "failed", refund_state: { $ne: "done" } }] });
+        const open = await messages.countDocuments(notFinal);
         const ws = await workspaces.findOne({ _id: workspaceId });
         const eventsPending = await messages.countDocuments(marked);
         return open === 0 && eventsPending === 0 && Object.keys(ws?.credit_ops ?? {}).length === 0 ? true : undefined;
       }, Math.max(1000, settleBy - Date.now()), 250).catch(async (err: Error) => {
-        const open = await messages.find({ workspace_id: workspaceId, $or: [{ status: { $nin: ["read", "failed"] } }, { status: "failed", refund_state: { $ne: "done" } }] }).toArray();
+        const open = await messages.find(notFinal).toArray();
         const pendingCredits = (await workspaces.findOne({ _id: workspaceId }))?.credit_ops ?? {};
         const pendingEvents = await messages.find(marked).toArray();
         throw new Error(
